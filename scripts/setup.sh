@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One-time set-up, run by `make` targets when needed: Debian packages for headless EGL rendering,
+# a Python 3.12 virtual environment at .venv, and this package installed editable with its dev extras.
+# Re-running is cheap: the venv is rebuilt only when pyproject.toml changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+for pkg in libegl1 libgl1 libgles2 libegl-mesa0 libgl1-mesa-dri; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages for headless EGL: ${need_apt[*]}"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+find_python() {
+    if command -v pyenv >/dev/null 2>&1 && PYENV_VERSION=3.12.1 pyenv which python3.12 >/dev/null 2>&1; then
+        PYENV_VERSION=3.12.1 pyenv which python3.12
+    elif command -v python3.12 >/dev/null 2>&1; then
+        command -v python3.12
+    else
+        echo "setup: Python 3.12 not found (tried pyenv 3.12.1 and python3.12 on PATH)" >&2
+        exit 1
+    fi
+}
+
+stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
+if [ -f "$stamp" ]; then
+    exit 0
+fi
+py="$(find_python)"
+echo "setup: creating .venv with $py (first time: ~3 minutes, ~2 GB of wheels)"
+[ -d .venv ] || "$py" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[dev]"
+rm -f .venv/.installed-*
+touch "$stamp"
+echo "setup: done"
