@@ -1,0 +1,143 @@
+"""Any gymnasium MuJoCo env as a data and evaluation source, with the toolkit's observation convention.
+
+``make_env("Reacher-v5")`` returns an env whose observations are ``{"pixels", "agent_pos"}`` like
+PushBlock's: ``pixels`` is the env's own ``rgb_array`` render at the requested size and camera,
+``agent_pos`` its state vector (float32). Rendering is made cheap (no anti-aliasing, no shadows),
+``info["is_success"]`` is always set, and the black-frame pitfall of recreating MuJoCo renderers in
+one process is handled (FACTS.md).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+import cosmos_robot.envs  # noqa: F401  (registers the PushBlock ids)
+from cosmos_robot.envs.push_block import validate_image_size
+from cosmos_robot.envs.rendering import require_egl
+
+# Task cameras for gymnasium's own envs: their default cameras make small arms tiny at 64 px.
+CAMERA_PRESETS: dict[str, dict[str, Any]] = {
+    "Reacher-v5": {"trackbodyid": -1, "distance": 0.62, "elevation": -90.0, "azimuth": 90.0, "lookat": np.zeros(3)},
+    "Pusher-v5": {"trackbodyid": -1, "distance": 1.6, "elevation": -90.0, "azimuth": 90.0,
+                  "lookat": np.array([0.2, -0.3, 0.0])},
+}
+
+# Success where the env has no notion of it; lerobot-eval counts a missing is_success as success (FACTS.md).
+SUCCESS_FNS: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "Reacher-v5": lambda info: -float(info.get("reward_dist", -1.0)) < 0.02,
+    "Pusher-v5": lambda info: -float(info.get("reward_dist", -1.0)) < 0.05,
+}
+
+
+class PixelsAgentPos(gym.Wrapper):
+    """Wraps an ``rgb_array`` MuJoCo env so it observes ``{"pixels": uint8 (H, W, 3), "agent_pos": float32}``.
+
+    Args:
+        env: a gymnasium env made with ``render_mode="rgb_array"``.
+        success_fn: maps a step's ``info`` to success; the env's own ``is_success`` wins if it sets one.
+    """
+
+    def __init__(self, env: gym.Env, success_fn: Callable[[dict[str, Any]], bool] | None = None) -> None:
+        super().__init__(env)
+        if env.render_mode != "rgb_array":
+            raise ValueError(f"render_mode={env.render_mode!r} for {env.spec.id if env.spec else env}; expected 'rgb_array'")
+        if not isinstance(env.observation_space, spaces.Box):
+            raise ValueError(
+                f"observation_space={env.observation_space} of {env.spec.id if env.spec else env}; "
+                "expected a flat Box state vector to use as agent_pos"
+            )
+        self._success_fn = success_fn
+        base = env.unwrapped
+        _make_rendering_cheap(base)
+        height, width = base.height, base.width
+        state = env.observation_space
+        self.observation_space = spaces.Dict(
+            {
+                "pixels": spaces.Box(0, 255, (height, width, 3), dtype=np.uint8),
+                "agent_pos": spaces.Box(state.low.astype(np.float32), state.high.astype(np.float32), dtype=np.float32),
+            }
+        )
+
+    def _observe(self, state: np.ndarray) -> dict[str, np.ndarray]:
+        pixels = np.ascontiguousarray(self.env.render())
+        return {"pixels": pixels, "agent_pos": np.asarray(state, dtype=np.float32)}
+
+    def _with_success(self, info: dict[str, Any]) -> dict[str, Any]:
+        if "is_success" not in info:
+            info["is_success"] = bool(self._success_fn(info)) if self._success_fn else False
+        return info
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Reset the wrapped env; fail loudly if its first frame is all black."""
+        state, info = self.env.reset(seed=seed, options=options)
+        obs = self._observe(state)
+        if not obs["pixels"].any():
+            raise RuntimeError(
+                f"{self.spec.id if self.spec else self.env}: the first rendered frame is all black; an old MuJoCo "
+                "renderer was probably freed after this one was made. Close envs (env.close()) before making new ones."
+            )
+        info = dict(info)
+        info.setdefault("is_success", False)
+        return obs, info
+
+    def step(self, action: np.ndarray):
+        """Step the wrapped env and render."""
+        state, reward, terminated, truncated, info = self.env.step(action)
+        return self._observe(state), reward, terminated, truncated, self._with_success(dict(info))
+
+    def close(self) -> None:
+        """Close and collect now, so the renderer's EGL context is freed before another env is made."""
+        super().close()
+        gc.collect()
+
+
+def _make_rendering_cheap(base: Any) -> None:
+    """No anti-aliasing and no shadows: the two dominant CPU rendering costs (FACTS.md)."""
+    model = base.model
+    model.vis.quality.offsamples = 0
+    model.vis.quality.shadowsize = 0
+    model.light_castshadow[:] = 0
+
+
+def make_env(
+    env_id: str,
+    width: int = 64,
+    height: int = 64,
+    camera_config: dict[str, Any] | None = None,
+    camera_name: str | None = None,
+    **kwargs: Any,
+) -> gym.Env:
+    """Make ``env_id`` with the toolkit's observation convention (pixels + agent_pos).
+
+    PushBlock ids are made directly (they already follow it); any other id must be a gymnasium
+    MuJoCo env with ``rgb_array`` rendering, wrapped by :class:`PixelsAgentPos`.
+
+    Args:
+        env_id: a registered gymnasium id, e.g. ``"cosmos_robot/PushBlockPoint-v0"`` or ``"Reacher-v5"``.
+        width: image width, a positive multiple of 8.
+        height: image height, a positive multiple of 8.
+        camera_config: a MuJoCo free-camera config (distance, elevation, azimuth, lookat, trackbodyid);
+            defaults to :data:`CAMERA_PRESETS` for known envs.
+        camera_name: a named camera of the model instead of the free camera.
+        **kwargs: passed to ``gymnasium.make``.
+    """
+    validate_image_size("width", width)
+    validate_image_size("height", height)
+    if env_id not in gym.registry:
+        raise ValueError(f"env={env_id!r} is not a registered gymnasium id; e.g. cosmos_robot/PushBlockPoint-v0, Reacher-v5")
+    require_egl()
+    gc.collect()  # free renderers of envs dropped without close() before making a new context
+    if env_id.startswith("cosmos_robot/"):
+        return gym.make(env_id, width=width, height=height, **kwargs)
+    camera = {} if camera_name else {"default_camera_config": camera_config or CAMERA_PRESETS.get(env_id)}
+    if camera_name:
+        camera["camera_name"] = camera_name
+    camera = {k: v for k, v in camera.items() if v is not None}
+    env = gym.make(env_id, render_mode="rgb_array", width=width, height=height, **camera, **kwargs)
+    return PixelsAgentPos(env, success_fn=SUCCESS_FNS.get(env_id))
