@@ -78,6 +78,8 @@ class PushBlockEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": scene.CONTROL_HZ}
+    task = "push the red block onto the green disc"
+    environment_state_names = ("block_x", "block_y", "block_yaw", "goal_x", "goal_y")
 
     def __init__(
         self,
@@ -140,6 +142,10 @@ class PushBlockEnv(gym.Env):
     def effector_pos(self) -> np.ndarray:
         """Pusher disc or fingertip centre (x, y) in metres."""
         return self.data.geom_xpos[self._effector_geom, :2].copy()
+
+    def environment_state(self) -> np.ndarray:
+        """Block (x, y, yaw) and goal (x, y) as float32: LeRobot's ``observation.environment_state``."""
+        return np.concatenate([self.block_pose(), self.goal_pos()]).astype(np.float32)
 
     def agent_pos(self) -> np.ndarray:
         """The agent's joint positions, as observed."""

@@ -1,0 +1,43 @@
+"""Atomic writes: build under a temporary path beside the target, rename into place when complete."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def check_output_path(out: str | os.PathLike, overwrite: bool, field: str = "out") -> Path:
+    """Return ``out`` as a Path, refusing an existing path unless ``overwrite``."""
+    path = Path(out)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{field}={str(path)!r} already exists; pass overwrite (--overwrite) to replace it")
+    return path
+
+
+@contextlib.contextmanager
+def atomic_directory(target: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a fresh temporary path (not yet created) beside ``target``; move it to ``target`` on success.
+
+    On any exception, KeyboardInterrupt included, the temporary path is removed and ``target`` is
+    left as it was. A SIGKILL can leave a ``.<name>.tmp-*`` folder beside the target, never a
+    half-written ``target``.
+    """
+    target = check_output_path(target, overwrite)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    work = staging / target.name  # not created: some writers (LeRobot) insist on creating the root
+    try:
+        yield work
+        if target.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+            os.replace(target, trash / target.name)
+            os.replace(work, target)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.replace(work, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

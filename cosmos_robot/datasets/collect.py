@@ -1,0 +1,191 @@
+"""Collect demonstrations from a MuJoCo env into a LeRobot v3 dataset."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from tqdm.auto import tqdm
+
+from cosmos_robot.atomic import check_output_path
+from cosmos_robot.datasets.lerobot_io import LeRobotWriter
+from cosmos_robot.envs.gym_adapter import make_env
+from cosmos_robot.keys import ACTION, DEFAULT_CAMERA, DONE, OBS_ENV_STATE, OBS_IMAGES_PREFIX, OBS_STATE, REWARD, SUCCESS
+from cosmos_robot.policies.scripted import ScriptedExpert
+
+POLICIES = ("expert", "random")
+
+# Task strings and embodiment names of gymnasium's own envs; PushBlock envs carry theirs.
+TASKS = {"Reacher-v5": "move the fingertip onto the red target", "Pusher-v5": "push the object onto the goal"}
+EMBODIMENTS = {"Reacher-v5": "reacher", "Pusher-v5": "pusher7dof"}
+
+
+@dataclass
+class CollectSummary:
+    """What ``collect`` did."""
+
+    out: str
+    env_id: str
+    embodiment: str
+    episodes: int
+    frames: int
+    success_rate: float
+    seconds: float
+    frames_per_second: float
+
+    def line(self) -> str:
+        """One human-readable summary line."""
+        return (
+            f"collected {self.episodes} episodes, {self.frames} frames of {self.env_id} ({self.embodiment}) "
+            f"into {self.out}: success rate {self.success_rate:.2f}, {self.frames_per_second:.0f} frames/s"
+        )
+
+
+def embodiment_of(env: gym.Env) -> str:
+    """Embodiment name of an env made by :func:`make_env`."""
+    base = env.unwrapped
+    if hasattr(base, "embodiment"):
+        return str(base.embodiment)
+    return EMBODIMENTS.get(env.spec.id, env.spec.id.split("/")[-1].lower())
+
+
+def task_of(env: gym.Env) -> str:
+    """Natural-language task string of an env."""
+    base = env.unwrapped
+    return getattr(base, "task", None) or TASKS.get(env.spec.id, env.spec.id)
+
+
+def dataset_features(env: gym.Env, camera: str = DEFAULT_CAMERA) -> dict[str, dict[str, Any]]:
+    """LeRobot features for an env with the toolkit's observation convention."""
+    pixels = env.observation_space["pixels"]
+    state_dim = env.observation_space["agent_pos"].shape[0]
+    action_dim = env.action_space.shape[0]
+    base = env.unwrapped
+    state_names = list(base.agent_joint_names) if hasattr(base, "agent_joint_names") else None
+    action_names = [base.model.actuator(i).name or f"a{i}" for i in range(base.model.nu)] if hasattr(base, "model") else None
+    features: dict[str, dict[str, Any]] = {
+        OBS_IMAGES_PREFIX + camera: {"dtype": "video", "shape": pixels.shape, "names": ["height", "width", "channels"]},
+        OBS_STATE: {"dtype": "float32", "shape": (state_dim,), "names": state_names or [f"s{i}" for i in range(state_dim)]},
+        ACTION: {"dtype": "float32", "shape": (action_dim,), "names": action_names or [f"a{i}" for i in range(action_dim)]},
+        REWARD: {"dtype": "float32", "shape": (1,), "names": None},
+        SUCCESS: {"dtype": "bool", "shape": (1,), "names": None},
+        DONE: {"dtype": "bool", "shape": (1,), "names": None},
+    }
+    if hasattr(base, "environment_state"):
+        names = list(base.environment_state_names)
+        features[OBS_ENV_STATE] = {"dtype": "float32", "shape": (len(names),), "names": names}
+    return features
+
+
+def collect(
+    env_id: str,
+    episodes: int,
+    out: str | os.PathLike,
+    *,
+    policy: str = "expert",
+    noise: float = 0.0,
+    seed: int = 0,
+    width: int = 64,
+    height: int = 64,
+    video: bool = True,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> CollectSummary:
+    """Roll out a scripted policy in ``env_id`` and write a LeRobot v3 dataset at ``out``.
+
+    Episode ``k`` resets the env and the policy's noise with seed ``seed + k``, so a dataset is
+    reproducible from its arguments and evaluation can pick disjoint seeds.
+
+    Args:
+        env_id: a PushBlock id or any gymnasium MuJoCo id with ``rgb_array`` rendering.
+        episodes: number of episodes, at least 1.
+        out: dataset root to create; refused if it exists unless ``overwrite``.
+        policy: "expert" (scripted, with ``noise``) or "random".
+        noise: probability of a random action per step for the expert, in [0, 1].
+        seed: seed of the first episode.
+        width: image width, a positive multiple of 8.
+        height: image height, a positive multiple of 8.
+        video: store the camera as mp4 (else lossless PNG frames).
+        overwrite: replace an existing ``out``.
+        progress: show a progress bar.
+    """
+    if not isinstance(episodes, int) or episodes <= 0:
+        raise ValueError(f"episodes={episodes!r}; expected a positive integer")
+    if policy not in POLICIES:
+        raise ValueError(f"policy={policy!r}; expected one of {list(POLICIES)}")
+    check_output_path(out, overwrite)
+    env = make_env(env_id, width=width, height=height)
+    try:
+        actor = ScriptedExpert.for_env(env, noise=1.0 if policy == "random" else noise)
+        meta = {
+            "env_id": env_id,
+            "embodiment": embodiment_of(env),
+            "camera": DEFAULT_CAMERA,
+            "policy": policy,
+            "noise": 1.0 if policy == "random" else noise,
+            "episode_seeds": [seed + k for k in range(episodes)],
+            "width": width,
+            "height": height,
+            "created_by": "cosmos-robot collect",
+        }
+        fps = int(env.metadata.get("render_fps") or round(1.0 / env.unwrapped.dt))
+        started = time.perf_counter()
+        frames, successes = 0, []
+        with LeRobotWriter(
+            out, fps=fps, features=dataset_features(env), robot_type=meta["embodiment"], meta=meta,
+            overwrite=overwrite, video=video,
+        ) as writer:
+            bar = tqdm(range(episodes), desc=f"collect {env_id}", unit="ep", disable=not progress)
+            for k in bar:
+                success, length = _rollout_episode(env, actor, writer, seed + k, task_of(env))
+                successes.append(success)
+                frames += length
+                bar.set_postfix(frames=frames, success=f"{np.mean(successes):.2f}")
+        seconds = time.perf_counter() - started
+    finally:
+        env.close()
+    return CollectSummary(
+        out=str(Path(out)),
+        env_id=env_id,
+        embodiment=meta["embodiment"],
+        episodes=episodes,
+        frames=frames,
+        success_rate=float(np.mean(successes)),
+        seconds=seconds,
+        frames_per_second=frames / seconds,
+    )
+
+
+def _rollout_episode(env: gym.Env, actor: ScriptedExpert, writer: LeRobotWriter, seed: int, task: str) -> tuple[bool, int]:
+    """Run one episode, adding every step to ``writer``; returns (success, length)."""
+    obs, info = env.reset(seed=seed)
+    actor.reset(seed=seed)
+    camera_key = OBS_IMAGES_PREFIX + DEFAULT_CAMERA
+    base = env.unwrapped
+    length, success = 0, False
+    while True:
+        action = actor.act(obs, info)
+        frame = {camera_key: obs["pixels"], OBS_STATE: obs["agent_pos"], ACTION: action, "task": task}
+        if hasattr(base, "environment_state"):
+            frame[OBS_ENV_STATE] = base.environment_state()
+        obs, reward, terminated, truncated, info = env.step(action)
+        success = bool(info["is_success"])
+        frame[REWARD] = np.array([reward], dtype=np.float32)
+        frame[SUCCESS] = np.array([success])
+        frame[DONE] = np.array([terminated or truncated])
+        writer.add_frame(frame)
+        length += 1
+        if terminated or truncated:
+            break
+    writer.save_episode()
+    return success, length
+
+
+def summary_dict(summary: CollectSummary) -> dict[str, Any]:
+    """The summary as a JSON-ready dict."""
+    return asdict(summary)
