@@ -41,8 +41,8 @@ class EpisodeArrays:
             raise ValueError(f"episode_ends={self.episode_ends.tolist()[:10]} must be strictly increasing and positive")
         total = int(self.episode_ends[-1]) if len(self.episode_ends) else 0
         for key, array in self.data.items():
-            if len(array) != total:
-                raise ValueError(f"data[{key!r}] has {len(array)} rows; expected {total} (episode_ends[-1])")
+            if array.shape[0] != total:
+                raise ValueError(f"data[{key!r}] has {array.shape[0]} rows; expected {total} (episode_ends[-1])")
         if self.fps <= 0:
             raise ValueError(f"fps={self.fps!r}; expected a positive number")
 

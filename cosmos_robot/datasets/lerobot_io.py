@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any
 
 import av
+import datasets
 import numpy as np
 
 # Nothing is fetched at run time: a local root must never turn into a hub download.
@@ -47,6 +48,7 @@ def _quiet_lerobot() -> None:
     # LeRobot logs every encoded video at INFO; the CLI shows its own progress instead.
     for name in ("lerobot", "libav", "datasets"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    datasets.disable_progress_bars()  # one "Map" bar per saved episode otherwise
     _quiet_ffmpeg()
 
 
@@ -96,11 +98,7 @@ class LeRobotWriter:
         self.video = video
         self.robot_type = robot_type
         self.meta = meta
-        self.features = {
-            k: {**v, "dtype": ("video" if video else "image")} if v["dtype"] in ("video", "image") else dict(v)
-            for k, v in features.items()
-            if k not in LEROBOT_INDEX_KEYS
-        }
+        self.features = {k: _writable_feature(v, video) for k, v in features.items() if k not in LEROBOT_INDEX_KEYS}
         self._atomic = atomic_directory(self.out, overwrite=overwrite)
         self.dataset: LeRobotDataset | None = None
         self.root: Path | None = None
@@ -135,6 +133,15 @@ class LeRobotWriter:
             self.dataset.finalize()
             (self.root / META_FILE).write_text(json.dumps(self.meta, indent=2, default=_json_default))
         return self._atomic.__exit__(exc_type, exc, tb)
+
+
+def _writable_feature(spec: dict[str, Any], video: bool) -> dict[str, Any]:
+    """A feature spec as ``create`` takes it: camera dtype chosen here, LeRobot's own codec info dropped."""
+    spec = {k: v for k, v in spec.items() if k != "info"}
+    if spec["dtype"] in ("video", "image"):
+        spec["dtype"] = "video" if video else "image"
+    spec["shape"] = tuple(spec["shape"])
+    return spec
 
 
 def _json_default(value: Any) -> Any:

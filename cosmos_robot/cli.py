@@ -1,0 +1,124 @@
+"""``cosmos-robot``: the command line. Bad input prints one line and exits non-zero, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line (its default prints the whole usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _add_collect(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("collect", help="roll out a scripted policy in MuJoCo and write a LeRobot v3 dataset")
+    p.add_argument("--env", required=True, help="env id, e.g. cosmos_robot/PushBlockPoint-v0, "
+                   "cosmos_robot/PushBlockArm2-v0 or any gymnasium MuJoCo id such as Reacher-v5")
+    p.add_argument("--episodes", type=int, required=True, help="number of episodes (> 0)")
+    p.add_argument("--policy", default="expert", help="expert (scripted, see --noise) or random")
+    p.add_argument("--noise", type=float, default=0.0, help="expert's probability of a random action per step, 0..1")
+    p.add_argument("--seed", type=int, default=0, help="episode k is reset with seed + k")
+    p.add_argument("--width", type=int, default=64, help="image width, a positive multiple of 8")
+    p.add_argument("--height", type=int, default=64, help="image height, a positive multiple of 8")
+    p.add_argument("--images", action="store_true", help="store lossless PNG frames instead of mp4 video")
+    p.add_argument("--out", required=True, help="dataset folder to create (refused if it exists)")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.add_argument("--json", help="also write the summary as JSON to this path")
+    p.set_defaults(run=_run_collect)
+
+
+def _run_collect(args: argparse.Namespace) -> None:
+    from cosmos_robot.datasets.collect import collect, summary_dict
+
+    summary = collect(
+        args.env, args.episodes, args.out, policy=args.policy, noise=args.noise, seed=args.seed,
+        width=args.width, height=args.height, video=not args.images, overwrite=args.overwrite,
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary_dict(summary), indent=2))
+    print(summary.line())
+
+
+def _add_convert(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("convert", help="convert a LeRobot dataset to a zarr episode store, or back")
+    p.add_argument("src", help="a LeRobot dataset folder or a zarr store (*.zarr)")
+    p.add_argument("dst", help="output: a zarr store when src is LeRobot, a LeRobot dataset when src is zarr")
+    p.add_argument("--video", action="store_true", help="zarr -> LeRobot: encode mp4 instead of lossless images")
+    p.add_argument("--overwrite", action="store_true", help="replace dst if it exists")
+    p.set_defaults(run=_run_convert)
+
+
+def _run_convert(args: argparse.Namespace) -> None:
+    from cosmos_robot.datasets.zarr_store import lerobot_to_zarr, zarr_to_lerobot
+
+    src = Path(args.src)
+    started = time.perf_counter()
+    if (src / "meta" / "info.json").is_file():
+        lerobot_to_zarr(src, args.dst, overwrite=args.overwrite)
+        kind = "zarr store"
+    elif (src / "zarr.json").is_file():
+        zarr_to_lerobot(src, args.dst, overwrite=args.overwrite, video=args.video)
+        kind = "LeRobot dataset"
+    else:
+        raise FileNotFoundError(f"src={args.src!r} is neither a LeRobot dataset nor a zarr store")
+    print(f"wrote {kind} {args.dst} in {time.perf_counter() - started:.1f} s")
+
+
+def _add_demo(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="the main job: collect demonstrations of both PushBlock embodiments, "
+                       "store them as LeRobot and zarr, and cut training windows")
+    p.add_argument("--out", default="demo_out", help="output folder (replaced if it exists)")
+    p.add_argument("--episodes", type=int, default=20, help="episodes per embodiment and noise level")
+    p.set_defaults(run=_run_demo)
+
+
+def _run_demo(args: argparse.Namespace) -> None:
+    from cosmos_robot.demo import run_demo
+
+    run_demo(Path(args.out), episodes=args.episodes)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``cosmos-robot`` argument parser."""
+    parser = _OneLineParser(prog="cosmos-robot", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    for add in (_add_collect, _add_convert, _add_demo):
+        add(sub)
+    return parser
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    # A kill (SIGTERM) unwinds like Ctrl-C, so atomic writers remove their temporary output.
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    run: Callable[[argparse.Namespace], None] = args.run
+    try:
+        run(args)
+    except KeyboardInterrupt:
+        print("cosmos-robot: interrupted; nothing was left half-written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (ValueError, FileExistsError, FileNotFoundError) as error:
+        print(f"cosmos-robot {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
