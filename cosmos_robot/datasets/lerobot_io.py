@@ -132,6 +132,13 @@ class LeRobotWriter:
         if exc_type is None:
             self.dataset.finalize()
             (self.root / META_FILE).write_text(json.dumps(self.meta, indent=2, default=_json_default))
+        elif self.dataset is not None:
+            # LeRobot's writers flush in __del__: close them now, into the staging folder about to be
+            # removed, rather than at garbage collection, when they would re-create it.
+            with contextlib.suppress(Exception):
+                self.dataset.finalize()
+                self.dataset.meta.finalize()
+        self.dataset = None
         return self._atomic.__exit__(exc_type, exc, tb)
 
 

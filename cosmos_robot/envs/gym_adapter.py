@@ -35,7 +35,7 @@ SUCCESS_FNS: dict[str, Callable[[dict[str, Any]], bool]] = {
 }
 
 
-class PixelsAgentPos(gym.Wrapper):
+class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Wraps an ``rgb_array`` MuJoCo env so it observes ``{"pixels": uint8 (H, W, 3), "agent_pos": float32}``.
 
     Args:
@@ -44,7 +44,8 @@ class PixelsAgentPos(gym.Wrapper):
     """
 
     def __init__(self, env: gym.Env, success_fn: Callable[[dict[str, Any]], bool] | None = None) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, success_fn=success_fn)  # lets gymnasium re-make it
+        gym.Wrapper.__init__(self, env)
         if env.render_mode != "rgb_array":
             raise ValueError(f"render_mode={env.render_mode!r} for {env.spec.id if env.spec else env}; expected 'rgb_array'")
         if not isinstance(env.observation_space, spaces.Box):

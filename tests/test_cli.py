@@ -1,0 +1,98 @@
+"""The command line: one-line errors, non-zero exits, nothing half-written after an interruption."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cosmos_robot.cli import main
+from cosmos_robot.datasets.lerobot_io import load_lerobot
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cosmos_robot.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--env", "Nope-v0", "--episodes", "2"], "env='Nope-v0'"),
+        (["--env", "Reacher-v5", "--episodes", "0"], "episodes=0"),
+        (["--env", "Reacher-v5", "--episodes", "-3"], "episodes=-3"),
+        (["--env", "Reacher-v5", "--episodes", "1", "--width", "30"], "width=30"),
+        (["--env", "Reacher-v5", "--episodes", "1", "--height", "0"], "height=0"),
+        (["--env", "Reacher-v5", "--episodes", "two"], "invalid int value"),
+    ],
+)
+def test_bad_input_is_one_line_and_non_zero(tmp_path, args, message):
+    result = run_cli("collect", *args, "--out", str(tmp_path / "x"))
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert message in lines[0] and "Traceback" not in result.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_existing_out_is_refused_without_overwrite(tmp_path, capsys):
+    (tmp_path / "x").mkdir()
+    code = main(["collect", "--env", "cosmos_robot/PushBlockPoint-v0", "--episodes", "1", "--out", str(tmp_path / "x")])
+    assert code != 0
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_collect_prints_a_summary_and_writes_a_dataset(tmp_path):
+    out = tmp_path / "ds"
+    result = run_cli("collect", "--env", "cosmos_robot/PushBlockArm2-v0", "--episodes", "2", "--out", str(out),
+                     "--json", str(tmp_path / "s.json"))
+    assert result.returncode == 0, result.stderr
+    summary = result.stdout.strip().splitlines()[-1]
+    assert "collected 2 episodes" in summary and "success rate" in summary and "frames/s" in summary
+    assert load_lerobot(out).meta.total_episodes == 2
+    assert (tmp_path / "s.json").is_file()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_interrupted_collect_leaves_no_dataset_at_out(tmp_path, sig):
+    out = tmp_path / "ds"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cosmos_robot.cli", "collect", "--env", "cosmos_robot/PushBlockPoint-v0",
+         "--episodes", "500", "--noise", "0.5", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.time() + 60
+    while not any(p.name.startswith(".ds.tmp-") for p in tmp_path.iterdir()):  # writing has begun
+        assert time.time() < deadline and proc.poll() is None, "collect never started writing"
+        time.sleep(0.05)
+    time.sleep(1.0)
+    os.kill(proc.pid, sig)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert not out.exists(), "a half-written dataset was left at --out"
+    leftovers = [p.name for p in tmp_path.iterdir()]
+    if sig != signal.SIGKILL:  # a clean unwind also removes the staging folder
+        assert leftovers == []
+
+
+def test_convert_round_trip_from_the_cli(point_images_dataset, tmp_path):
+    store, back = tmp_path / "s.zarr", tmp_path / "back"
+    assert run_cli("convert", str(point_images_dataset), str(store)).returncode == 0
+    result = run_cli("convert", str(store), str(back))
+    assert result.returncode == 0, result.stderr
+    assert load_lerobot(back).meta.total_episodes == 4
+    bad = run_cli("convert", str(tmp_path / "missing"), str(tmp_path / "y"))
+    assert bad.returncode != 0 and "neither a LeRobot dataset nor a zarr store" in bad.stderr
+
+
+def test_help_lists_the_commands():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for command in ("collect", "convert", "demo"):
+        assert command in result.stdout
+    assert Path(sys.executable).exists()
