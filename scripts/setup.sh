@@ -34,8 +34,12 @@ fi
 py="$(find_python)"
 echo "setup: creating .venv with $py (first time: ~3 minutes, ~2 GB of wheels)"
 [ -d .venv ] || "$py" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[dev]"
+log=.venv/install.log
+if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[dev]"; } >"$log" 2>&1; then
+    echo "setup: pip install failed; last lines of $log:" >&2
+    grep -v "^WARNING: Location" "$log" | tail -n 30 >&2
+    exit 1
+fi
 rm -f .venv/.installed-*
 touch "$stamp"
 echo "setup: done"

@@ -22,10 +22,10 @@ GOAL_RADIUS = 0.04
 CAMERA_HEIGHT = 1.0
 
 # Two-link arm: base below the bottom table edge, links long enough to reach the block region.
-ARM_BASE = (0.0, -0.26)
-ARM_LINKS = (0.24, 0.24)
-ARM_Q1_RANGE = (0.0, math.pi)
-ARM_Q2_RANGE = (-2.6, 2.6)
+ARM_BASE = (0.0, -0.30)
+ARM_LINKS = (0.25, 0.25)
+ARM_Q1_RANGE = (-0.6, math.pi + 0.6)  # past horizontal: reaching below blocks near the bottom edge
+ARM_Q2_RANGE = (-2.8, 2.8)  # folds far enough to push blocks close to the base
 
 POINT_MAX_SPEED = 0.3  # m/s
 ARM_MAX_JOINT_SPEED = 1.5  # rad/s
