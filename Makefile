@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export MUJOCO_GL ?= egl
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: setup demo test test-all bench lint
+.PHONY: setup demo test bench lint
 
 setup:
 	@bash scripts/setup.sh
@@ -16,12 +16,9 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider
 
-# Everything, the slow tests too (CI runs this).
-test-all: setup
-	$(PY) -m pytest -q -p no:cacheprovider -m "slow or not slow"
-
 bench: setup
 	$(PY) benchmarks/bench_collect.py --quick --json out/bench_collect.json
+	$(PY) benchmarks/bench_experts.py --quick --json out/bench_experts.json
 
 lint: setup
 	$(VENV)/bin/ruff check cosmos_robot tests benchmarks

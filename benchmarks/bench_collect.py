@@ -51,8 +51,11 @@ def main() -> None:
     args = parser.parse_args()
 
     episodes = 20 if args.quick else 100
-    env_ids = ["cosmos_robot/PushBlockPoint-v0"] if args.quick else [
-        "cosmos_robot/PushBlockPoint-v0", "cosmos_robot/PushBlockArm2-v0", "Reacher-v5"]
+    env_ids = (
+        ["cosmos_robot/PushBlockPoint-v0"]
+        if args.quick
+        else ["cosmos_robot/PushBlockPoint-v0", "cosmos_robot/PushBlockArm2-v0", "Reacher-v5"]
+    )
     noise = 0.3  # longer episodes than the pure expert: closer to a training-data mix
     results = {}
     scratch = Path(tempfile.mkdtemp(prefix="bench_collect-"))
@@ -61,23 +64,34 @@ def main() -> None:
             raw_fps, raw_frames = raw_frames_per_second(env_id, episodes, noise)
             row = {"raw_fps": raw_fps, "frames": raw_frames}
             for label, video in (("video", True), ("images", False)):
-                summary = collect(env_id, episodes, scratch / f"{label}", noise=noise, seed=0, video=video,
-                                  overwrite=True, progress=False)
+                summary = collect(
+                    env_id,
+                    episodes,
+                    scratch / f"{label}",
+                    noise=noise,
+                    seed=0,
+                    video=video,
+                    overwrite=True,
+                    progress=False,
+                )
                 if summary.frames != raw_frames:
                     raise RuntimeError(f"{env_id}: collect wrote {summary.frames} frames, raw ran {raw_frames}")
                 row[f"collect_{label}_fps"] = summary.frames_per_second
                 row[f"collect_{label}_vs_raw"] = summary.frames_per_second / raw_fps
             results[env_id] = row
-            print(f"{env_id:<34} frames {raw_frames:>6}  raw {raw_fps:8.0f} fps   "
-                  f"collect(mp4) {row['collect_video_fps']:6.0f} fps ({row['collect_video_vs_raw']:.2f}x)   "
-                  f"collect(png) {row['collect_images_fps']:6.0f} fps ({row['collect_images_vs_raw']:.2f}x)")
+            print(
+                f"{env_id:<34} frames {raw_frames:>6}  raw {raw_fps:8.0f} fps   "
+                f"collect(mp4) {row['collect_video_fps']:6.0f} fps ({row['collect_video_vs_raw']:.2f}x)   "
+                f"collect(png) {row['collect_images_fps']:6.0f} fps ({row['collect_images_vs_raw']:.2f}x)"
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     headline = results["cosmos_robot/PushBlockPoint-v0"]["collect_video_vs_raw"]
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"results": results, "collect_vs_raw": headline,
-                                               "episodes": episodes, "noise": noise}, indent=2))
+        Path(args.json).write_text(
+            json.dumps({"results": results, "collect_vs_raw": headline, "episodes": episodes, "noise": noise}, indent=2)
+        )
     print(f"collect_vs_raw={np.round(headline, 3)}")
 
 

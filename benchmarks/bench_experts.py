@@ -42,8 +42,11 @@ def evaluate(env_id: str, noise: float, episodes: int) -> dict[str, float]:
         returns.append(total)
         lengths.append(steps)
     env.close()
-    return {"success_rate": float(np.mean(successes)), "mean_return": float(np.mean(returns)),
-            "mean_length": float(np.mean(lengths))}
+    return {
+        "success_rate": float(np.mean(successes)),
+        "mean_return": float(np.mean(returns)),
+        "mean_length": float(np.mean(lengths)),
+    }
 
 
 def main() -> None:
@@ -60,12 +63,16 @@ def main() -> None:
         for noise in noises:
             row = evaluate(env_id, noise, episodes)
             results[embodiment][f"{noise:.1f}"] = row
-            print(f"{env_id:<34}{noise:>6.1f}{row['success_rate']:>9.2f}{row['mean_return']:>9.2f}{row['mean_length']:>8.1f}")
+            print(
+                f"{env_id:<34}{noise:>6.1f}{row['success_rate']:>9.2f}{row['mean_return']:>9.2f}{row['mean_length']:>8.1f}"
+            )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"episodes": episodes, "seed0": SEED0, "results": results}, indent=2))
-    print(f"expert_success_point={results['point']['0.0']['success_rate']:.2f} "
-          f"expert_success_arm2={results['arm2']['0.0']['success_rate']:.2f}")
+    print(
+        f"expert_success_point={results['point']['0.0']['success_rate']:.2f} "
+        f"expert_success_arm2={results['arm2']['0.0']['success_rate']:.2f}"
+    )
 
 
 if __name__ == "__main__":

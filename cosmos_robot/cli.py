@@ -24,8 +24,12 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def _add_collect(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("collect", help="roll out a scripted policy in MuJoCo and write a LeRobot v3 dataset")
-    p.add_argument("--env", required=True, help="env id, e.g. cosmos_robot/PushBlockPoint-v0, "
-                   "cosmos_robot/PushBlockArm2-v0 or any gymnasium MuJoCo id such as Reacher-v5")
+    p.add_argument(
+        "--env",
+        required=True,
+        help="env id, e.g. cosmos_robot/PushBlockPoint-v0, "
+        "cosmos_robot/PushBlockArm2-v0 or any gymnasium MuJoCo id such as Reacher-v5",
+    )
     p.add_argument("--episodes", type=int, required=True, help="number of episodes (> 0)")
     p.add_argument("--policy", default="expert", help="expert (scripted, see --noise) or random")
     p.add_argument("--noise", type=float, default=0.0, help="expert's probability of a random action per step, 0..1")
@@ -43,8 +47,16 @@ def _run_collect(args: argparse.Namespace) -> None:
     from cosmos_robot.datasets.collect import collect, summary_dict
 
     summary = collect(
-        args.env, args.episodes, args.out, policy=args.policy, noise=args.noise, seed=args.seed,
-        width=args.width, height=args.height, video=not args.images, overwrite=args.overwrite,
+        args.env,
+        args.episodes,
+        args.out,
+        policy=args.policy,
+        noise=args.noise,
+        seed=args.seed,
+        width=args.width,
+        height=args.height,
+        video=not args.images,
+        overwrite=args.overwrite,
     )
     if args.json:
         Path(args.json).write_text(json.dumps(summary_dict(summary), indent=2))
@@ -77,8 +89,11 @@ def _run_convert(args: argparse.Namespace) -> None:
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="the main job: collect demonstrations of both PushBlock embodiments, "
-                       "store them as LeRobot and zarr, and cut training windows")
+    p = sub.add_parser(
+        "demo",
+        help="the main job: collect demonstrations of both PushBlock embodiments, "
+        "store them as LeRobot and zarr, and cut training windows",
+    )
     p.add_argument("--out", default="demo_out", help="output folder (replaced if it exists)")
     p.add_argument("--episodes", type=int, default=20, help="episodes per embodiment and noise level")
     p.set_defaults(run=_run_demo)

@@ -54,6 +54,8 @@ def _print_table(report: dict, out: Path) -> None:
     print(f"\n{'dataset':<24}{'episodes':>9}{'frames':>8}{'success':>9}{'frames/s':>10}{'windows':>9}")
     for d in report["datasets"]:
         name = Path(d["out"]).name
-        print(f"{name:<24}{d['episodes']:>9}{d['frames']:>8}{d['success_rate']:>9.2f}"
-              f"{d['frames_per_second']:>10.0f}{d['windows']:>9}")
+        print(
+            f"{name:<24}{d['episodes']:>9}{d['frames']:>8}{d['success_rate']:>9.2f}"
+            f"{d['frames_per_second']:>10.0f}{d['windows']:>9}"
+        )
     print(f"\nwrote {out}/report.json, LeRobot datasets, zarr stores and frame strips (*_strip.png)")

@@ -16,8 +16,9 @@ from cosmos_robot.datasets.lerobot_io import load_lerobot
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cosmos_robot.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "cosmos_robot.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.parametrize(
@@ -49,8 +50,17 @@ def test_existing_out_is_refused_without_overwrite(tmp_path, capsys):
 
 def test_collect_prints_a_summary_and_writes_a_dataset(tmp_path):
     out = tmp_path / "ds"
-    result = run_cli("collect", "--env", "cosmos_robot/PushBlockArm2-v0", "--episodes", "2", "--out", str(out),
-                     "--json", str(tmp_path / "s.json"))
+    result = run_cli(
+        "collect",
+        "--env",
+        "cosmos_robot/PushBlockArm2-v0",
+        "--episodes",
+        "2",
+        "--out",
+        str(out),
+        "--json",
+        str(tmp_path / "s.json"),
+    )
     assert result.returncode == 0, result.stderr
     summary = result.stdout.strip().splitlines()[-1]
     assert "collected 2 episodes" in summary and "success rate" in summary and "frames/s" in summary
@@ -62,9 +72,23 @@ def test_collect_prints_a_summary_and_writes_a_dataset(tmp_path):
 def test_interrupted_collect_leaves_no_dataset_at_out(tmp_path, sig):
     out = tmp_path / "ds"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cosmos_robot.cli", "collect", "--env", "cosmos_robot/PushBlockPoint-v0",
-         "--episodes", "500", "--noise", "0.5", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "cosmos_robot.cli",
+            "collect",
+            "--env",
+            "cosmos_robot/PushBlockPoint-v0",
+            "--episodes",
+            "500",
+            "--noise",
+            "0.5",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.time() + 60
     while not any(p.name.startswith(".ds.tmp-") for p in tmp_path.iterdir()):  # writing has begun

@@ -67,11 +67,21 @@ def dataset_features(env: gym.Env, camera: str = DEFAULT_CAMERA) -> dict[str, di
     action_dim = env.action_space.shape[0]
     base = env.unwrapped
     state_names = list(base.agent_joint_names) if hasattr(base, "agent_joint_names") else None
-    action_names = [base.model.actuator(i).name or f"a{i}" for i in range(base.model.nu)] if hasattr(base, "model") else None
+    action_names = (
+        [base.model.actuator(i).name or f"a{i}" for i in range(base.model.nu)] if hasattr(base, "model") else None
+    )
     features: dict[str, dict[str, Any]] = {
         OBS_IMAGES_PREFIX + camera: {"dtype": "video", "shape": pixels.shape, "names": ["height", "width", "channels"]},
-        OBS_STATE: {"dtype": "float32", "shape": (state_dim,), "names": state_names or [f"s{i}" for i in range(state_dim)]},
-        ACTION: {"dtype": "float32", "shape": (action_dim,), "names": action_names or [f"a{i}" for i in range(action_dim)]},
+        OBS_STATE: {
+            "dtype": "float32",
+            "shape": (state_dim,),
+            "names": state_names or [f"s{i}" for i in range(state_dim)],
+        },
+        ACTION: {
+            "dtype": "float32",
+            "shape": (action_dim,),
+            "names": action_names or [f"a{i}" for i in range(action_dim)],
+        },
         REWARD: {"dtype": "float32", "shape": (1,), "names": None},
         SUCCESS: {"dtype": "bool", "shape": (1,), "names": None},
         DONE: {"dtype": "bool", "shape": (1,), "names": None},
@@ -137,8 +147,13 @@ def collect(
         started = time.perf_counter()
         frames, successes = 0, []
         with LeRobotWriter(
-            out, fps=fps, features=dataset_features(env), robot_type=meta["embodiment"], meta=meta,
-            overwrite=overwrite, video=video,
+            out,
+            fps=fps,
+            features=dataset_features(env),
+            robot_type=meta["embodiment"],
+            meta=meta,
+            overwrite=overwrite,
+            video=video,
         ) as writer:
             bar = tqdm(range(episodes), desc=f"collect {env_id}", unit="ep", disable=not progress)
             for k in bar:
@@ -161,7 +176,9 @@ def collect(
     )
 
 
-def _rollout_episode(env: gym.Env, actor: ScriptedExpert, writer: LeRobotWriter, seed: int, task: str) -> tuple[bool, int]:
+def _rollout_episode(
+    env: gym.Env, actor: ScriptedExpert, writer: LeRobotWriter, seed: int, task: str
+) -> tuple[bool, int]:
     """Run one episode, adding every step to ``writer``; returns (success, length)."""
     obs, info = env.reset(seed=seed)
     actor.reset(seed=seed)

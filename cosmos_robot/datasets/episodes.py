@@ -35,8 +35,10 @@ class EpisodeArrays:
 
     def __post_init__(self) -> None:
         self.episode_ends = np.asarray(self.episode_ends, dtype=np.int64)
-        if self.episode_ends.ndim != 1 or np.any(np.diff(self.episode_ends) <= 0) or (
-            len(self.episode_ends) and self.episode_ends[0] <= 0
+        if (
+            self.episode_ends.ndim != 1
+            or np.any(np.diff(self.episode_ends) <= 0)
+            or (len(self.episode_ends) and self.episode_ends[0] <= 0)
         ):
             raise ValueError(f"episode_ends={self.episode_ends.tolist()[:10]} must be strictly increasing and positive")
         total = int(self.episode_ends[-1]) if len(self.episode_ends) else 0
@@ -75,5 +77,6 @@ class EpisodeArrays:
     def to_memory(self) -> EpisodeArrays:
         """A copy whose arrays are all numpy arrays in memory."""
         data = {k: np.asarray(v[:]) for k, v in self.data.items()}
-        return EpisodeArrays(data, self.episode_ends.copy(), self.fps, self.features, list(self.tasks),
-                             self.robot_type, dict(self.meta))
+        return EpisodeArrays(
+            data, self.episode_ends.copy(), self.fps, self.features, list(self.tasks), self.robot_type, dict(self.meta)
+        )

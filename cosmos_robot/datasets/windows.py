@@ -98,8 +98,9 @@ class TimeAlignedWindows(Dataset):
     ==================  ==================  ============================================
     """
 
-    def __init__(self, source: EpisodeArrays | str | os.PathLike, spec: WindowSpec | None = None,
-                 camera: str | None = None) -> None:
+    def __init__(
+        self, source: EpisodeArrays | str | os.PathLike, spec: WindowSpec | None = None, camera: str | None = None
+    ) -> None:
         self.episodes = source if isinstance(source, EpisodeArrays) else open_episodes(source)
         self.spec = spec or WindowSpec()
         self.frame_stride, self.action_stride = self.spec.strides(self.episodes.fps)

@@ -69,7 +69,9 @@ def read_zarr(path: str | os.PathLike, *, in_memory: bool = False) -> EpisodeArr
     if attrs.get("format") != "cosmos_robot.episodes":
         raise ValueError(f"store={str(path)!r} has format={attrs.get('format')!r}; expected 'cosmos_robot.episodes'")
     if attrs.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"store={str(path)!r} has format_version={attrs.get('format_version')!r}; expected {FORMAT_VERSION}")
+        raise ValueError(
+            f"store={str(path)!r} has format_version={attrs.get('format_version')!r}; expected {FORMAT_VERSION}"
+        )
     data_group = root["data"]
     data = {key: data_group[key] for key in sorted(data_group.array_keys())}
     episodes = EpisodeArrays(

@@ -24,8 +24,13 @@ from cosmos_robot.envs.rendering import require_egl
 # Task cameras for gymnasium's own envs: their default cameras make small arms tiny at 64 px.
 CAMERA_PRESETS: dict[str, dict[str, Any]] = {
     "Reacher-v5": {"trackbodyid": -1, "distance": 0.62, "elevation": -90.0, "azimuth": 90.0, "lookat": np.zeros(3)},
-    "Pusher-v5": {"trackbodyid": -1, "distance": 1.6, "elevation": -90.0, "azimuth": 90.0,
-                  "lookat": np.array([0.2, -0.3, 0.0])},
+    "Pusher-v5": {
+        "trackbodyid": -1,
+        "distance": 1.6,
+        "elevation": -90.0,
+        "azimuth": 90.0,
+        "lookat": np.array([0.2, -0.3, 0.0]),
+    },
 }
 
 # Success where the env has no notion of it; lerobot-eval counts a missing is_success as success (FACTS.md).
@@ -47,7 +52,9 @@ class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self, success_fn=success_fn)  # lets gymnasium re-make it
         gym.Wrapper.__init__(self, env)
         if env.render_mode != "rgb_array":
-            raise ValueError(f"render_mode={env.render_mode!r} for {env.spec.id if env.spec else env}; expected 'rgb_array'")
+            raise ValueError(
+                f"render_mode={env.render_mode!r} for {env.spec.id if env.spec else env}; expected 'rgb_array'"
+            )
         if not isinstance(env.observation_space, spaces.Box):
             raise ValueError(
                 f"observation_space={env.observation_space} of {env.spec.id if env.spec else env}; "
@@ -131,7 +138,9 @@ def make_env(
     validate_image_size("width", width)
     validate_image_size("height", height)
     if env_id not in gym.registry:
-        raise ValueError(f"env={env_id!r} is not a registered gymnasium id; e.g. cosmos_robot/PushBlockPoint-v0, Reacher-v5")
+        raise ValueError(
+            f"env={env_id!r} is not a registered gymnasium id; e.g. cosmos_robot/PushBlockPoint-v0, Reacher-v5"
+        )
     require_egl()
     gc.collect()  # free renderers of envs dropped without close() before making a new context
     if env_id.startswith("cosmos_robot/"):

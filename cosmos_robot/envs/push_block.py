@@ -110,7 +110,11 @@ class PushBlockEnv(gym.Env):
         self._goal_mocap = self.model.body("goal").mocapid[0]
         self._effector_geom = self.model.geom("effector").id
         self._agent_qadr = np.array(
-            [self.model.jnt_qposadr[j] for j in range(self.model.njnt) if not self.model.joint(j).name.startswith("block")]
+            [
+                self.model.jnt_qposadr[j]
+                for j in range(self.model.njnt)
+                if not self.model.joint(j).name.startswith("block")
+            ]
         )
 
         ctrl = self.model.actuator_ctrlrange.astype(np.float32)
@@ -129,7 +133,9 @@ class PushBlockEnv(gym.Env):
     @property
     def agent_joint_names(self) -> list[str]:
         """Names of the agent's joints, in ``agent_pos`` order."""
-        return [self.model.joint(j).name for j in range(self.model.njnt) if not self.model.joint(j).name.startswith("block")]
+        return [
+            self.model.joint(j).name for j in range(self.model.njnt) if not self.model.joint(j).name.startswith("block")
+        ]
 
     def block_pose(self) -> np.ndarray:
         """Block (x, y, yaw) in metres and radians."""
@@ -238,7 +244,9 @@ def arm_fingertip(q: np.ndarray) -> np.ndarray:
     """Fingertip (x, y) of the two-link arm at joint angles ``q`` = (shoulder, elbow)."""
     l1, l2 = scene.ARM_LINKS
     a, b = q[0], q[0] + q[1]
-    return np.array(scene.ARM_BASE) + np.array([l1 * math.cos(a) + l2 * math.cos(b), l1 * math.sin(a) + l2 * math.sin(b)])
+    return np.array(scene.ARM_BASE) + np.array(
+        [l1 * math.cos(a) + l2 * math.cos(b), l1 * math.sin(a) + l2 * math.sin(b)]
+    )
 
 
 def arm_jacobian(q: np.ndarray) -> np.ndarray:

@@ -80,8 +80,10 @@ def test_existing_out_is_refused_then_overwritten(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["ds"], "no temporary folders may remain"
 
 
-@pytest.mark.parametrize(("kwargs", "field"), [({"episodes": 0}, "episodes"), ({"episodes": -2}, "episodes"),
-                                               ({"policy": "genius"}, "policy")])
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [({"episodes": 0}, "episodes"), ({"episodes": -2}, "episodes"), ({"policy": "genius"}, "policy")],
+)
 def test_bad_arguments_are_rejected(tmp_path, kwargs, field):
     args = {"episodes": 1} | kwargs
     with pytest.raises(ValueError, match=f"{field}="):
