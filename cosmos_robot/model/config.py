@@ -1,0 +1,147 @@
+"""Model configuration: validated presets, JSON round trip that rejects unknown keys."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes of the world-action model.
+
+    Attributes:
+        d_model: width of both towers.
+        num_layers: MoT blocks.
+        num_heads: attention heads (head_dim = d_model / num_heads, even).
+        mlp_ratio: MLP hidden width / d_model.
+        rope_sections: frequency pairs per (t, h, w) axis; must sum to head_dim / 2.
+        rope_theta: rotary base.
+        units_per_second: temporal rotary units per second of real time (Cosmos 3: 6).
+        text_margin: temporal offset after the text positions (Cosmos 3: 15000).
+        image_size: square frame size in pixels.
+        latent_channels: frame-autoencoder channels at 1/8 resolution.
+        patch_merge: latent patches merged into one generator token (2 -> 16 tokens per 64x64 frame).
+        understanding_patch: pixel patch of the reasoner's patch stem.
+        action_width: shared action width (32 on CPU, 64 for Cosmos 3 parity).
+        state_width: shared proprio-state width.
+        num_domains: embodiments the projections can address.
+        max_text_len: instruction bytes kept.
+        action_loss_weight: weight of action tokens in the flow loss (Cosmos 3: 10).
+    """
+
+    d_model: int = 128
+    num_layers: int = 4
+    num_heads: int = 4
+    mlp_ratio: float = 4.0
+    rope_sections: tuple[int, int, int] = (6, 5, 5)
+    rope_theta: float = 10000.0
+    units_per_second: float = 6.0
+    text_margin: float = 15000.0
+    image_size: int = 64
+    latent_channels: int = 8
+    patch_merge: int = 2
+    understanding_patch: int = 8
+    action_width: int = 32
+    state_width: int = 16
+    num_domains: int = 8
+    max_text_len: int = 48
+    action_loss_weight: float = 10.0
+
+    def __post_init__(self) -> None:
+        positive = ("d_model", "num_layers", "num_heads", "image_size", "latent_channels", "patch_merge",
+                    "understanding_patch", "action_width", "state_width", "num_domains", "max_text_len")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name}={value!r}; expected a positive integer")
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim={self.head_dim} (d_model / num_heads); expected an even number")
+        if len(self.rope_sections) != 3 or sum(self.rope_sections) != self.head_dim // 2:
+            raise ValueError(
+                f"rope_sections={tuple(self.rope_sections)}; expected three numbers summing to head_dim/2 = "
+                f"{self.head_dim // 2}"
+            )
+        if self.image_size % 8 or (self.image_size // 8) % self.patch_merge:
+            raise ValueError(
+                f"image_size={self.image_size}; expected a multiple of 8 * patch_merge ({8 * self.patch_merge})"
+            )
+        if self.image_size % self.understanding_patch:
+            raise ValueError(f"understanding_patch={self.understanding_patch} does not divide image_size={self.image_size}")
+        for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive number")
+
+    @property
+    def head_dim(self) -> int:
+        """Per-head width."""
+        return self.d_model // self.num_heads
+
+    @property
+    def latent_grid(self) -> int:
+        """Generator tokens per frame side (image / 8 / patch_merge)."""
+        return self.image_size // 8 // self.patch_merge
+
+    @property
+    def tokens_per_frame(self) -> int:
+        """Generator tokens per frame."""
+        return self.latent_grid**2
+
+    @property
+    def frame_token_dim(self) -> int:
+        """Channels of one generator frame token (latent channels x merged patch)."""
+        return self.latent_channels * self.patch_merge**2
+
+    @property
+    def understanding_grid(self) -> int:
+        """Reasoner patches per frame side."""
+        return self.image_size // self.understanding_patch
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        """Build from a dict; unknown keys are rejected (a misspelt key must not pass silently)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown model config keys {unknown}; expected a subset of {sorted(known)}")
+        data = dict(data)
+        if "rope_sections" in data:
+            data["rope_sections"] = tuple(data["rope_sections"])
+        return cls(**data)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write as JSON."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> ModelConfig:
+        """Read JSON written by :meth:`save`."""
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+PRESETS: dict[str, ModelConfig] = {
+    # Seconds on CPU: the test preset.
+    "tiny": ModelConfig(d_model=64, num_layers=2, num_heads=4, rope_sections=(3, 3, 2), mlp_ratio=2.0),
+    # The shipped default: trainable on 2 CPU cores within an hour.
+    "small": ModelConfig(d_model=192, num_layers=6, num_heads=6, rope_sections=(6, 5, 5)),
+    # GPU.
+    "base": ModelConfig(d_model=768, num_layers=12, num_heads=12, rope_sections=(12, 10, 10), action_width=64,
+                        num_domains=32),
+}
+
+
+def preset(name: str) -> ModelConfig:
+    """A named preset: tiny, small or base."""
+    if name not in PRESETS:
+        raise ValueError(f"preset={name!r} is unknown; expected one of {sorted(PRESETS)}")
+    return PRESETS[name]

@@ -1,0 +1,276 @@
+"""The world-action network: packs a window into ``[AR ; DM]``, runs the MoT stack, returns velocities and heads.
+
+Reasoner (AR) tokens, in order: the embodiment's domain token, the instruction bytes, the current
+proprio state, patch tokens of the observed frame(s). Generator (DM) tokens: frame latents (T x 16),
+one token per action, one state token per frame. Every generator token carries its own flow time
+(0 for clean conditioning tokens). Velocities come out for frames, actions and states, plus a reward
+and a success logit per action. The network knows nothing about sampling (``flow.py``, ``sampler.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import torch
+from torch import nn
+
+from cosmos_robot.model.config import ModelConfig
+from cosmos_robot.model.mot import MoTBlock, ReasonerCache
+from cosmos_robot.model.rope import MRoPE, grid_positions, point_positions, temporal_positions, text_positions
+from cosmos_robot.model.tokenizers import ByteTokenizer, PatchStem
+
+
+@dataclass
+class ReasonerInputs:
+    """What the reasoner reads (clean, once per request).
+
+    Attributes:
+        domain: (B,) long, the embodiment's domain id.
+        text_ids: (B, Lt) long byte ids (0 = padding).
+        text_valid: (B, Lt) bool.
+        state: (B, state_width) current proprio state, normalised and zero-padded.
+        observed_frames: (B, Tc, H, W, 3) uint8, the frames seen so far.
+        observed_time: (B, Tc) seconds of the observed frames.
+    """
+
+    domain: torch.Tensor
+    text_ids: torch.Tensor
+    text_valid: torch.Tensor
+    state: torch.Tensor
+    observed_frames: torch.Tensor
+    observed_time: torch.Tensor
+
+
+@dataclass
+class GeneratorInputs:
+    """The generator's tokens at flow time t (clean ones at t = 0).
+
+    Attributes:
+        domain: (B,) long.
+        frames: (B, T, G*G, Cf) frame latent tokens x_t.
+        frame_t: (B, T) flow time of each frame.
+        frame_time: (B, T) seconds.
+        actions: (B, K, W) normalised, padded actions x_t.
+        action_t: (B, K) flow time of each action.
+        action_time: (B, K) seconds (the time of the frame each action leads into).
+        action_channels: (B, W) bool, the embodiment's real action channels.
+        states: (B, T, Sw) normalised, padded states x_t at the frame times.
+        state_t: (B, T) flow time of each state.
+        state_channels: (B, Sw) bool, the embodiment's real state channels.
+    """
+
+    domain: torch.Tensor
+    frames: torch.Tensor
+    frame_t: torch.Tensor
+    frame_time: torch.Tensor
+    actions: torch.Tensor
+    action_t: torch.Tensor
+    action_time: torch.Tensor
+    action_channels: torch.Tensor
+    states: torch.Tensor
+    state_t: torch.Tensor
+    state_channels: torch.Tensor
+
+    def replace(self, **changes: torch.Tensor) -> GeneratorInputs:
+        """A copy with some fields replaced."""
+        return GeneratorInputs(**({f.name: getattr(self, f.name) for f in fields(self)} | changes))
+
+
+@dataclass
+class GeneratorOutputs:
+    """Velocities and heads. Shapes follow :class:`GeneratorInputs`; reward and success are (B, K)."""
+
+    frames: torch.Tensor
+    actions: torch.Tensor
+    states: torch.Tensor
+    reward: torch.Tensor
+    success_logit: torch.Tensor
+
+
+def timestep_embedding(t: torch.Tensor, dim: int, max_period: float = 10000.0) -> torch.Tensor:
+    """Sinusoidal features (..., dim) of flow times t in [0, 1] (scaled by 1000, as DiT)."""
+    half = dim // 2
+    freqs = torch.exp(-math.log(max_period) * torch.arange(half, device=t.device, dtype=torch.float32) / half)
+    args = (t.to(torch.float32) * 1000.0)[..., None] * freqs
+    return torch.cat([args.cos(), args.sin()], -1)
+
+
+class DomainLinear(nn.Module):
+    """One weight matrix per embodiment (domain-aware projection of the shared action space)."""
+
+    def __init__(self, num_domains: int, d_in: int, d_out: int, zero_init: bool = False) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(num_domains, d_in, d_out))
+        self.bias = nn.Parameter(torch.zeros(num_domains, d_out))
+        if zero_init:
+            nn.init.zeros_(self.weight)
+        else:
+            nn.init.normal_(self.weight, std=1.0 / math.sqrt(d_in))
+
+    def forward(self, x: torch.Tensor, domain: torch.Tensor) -> torch.Tensor:
+        """x (B, N, d_in), domain (B,) -> (B, N, d_out)."""
+        return torch.einsum("bni,bio->bno", x, self.weight[domain]) + self.bias[domain][:, None]
+
+
+class WorldActionNetwork(nn.Module):
+    """The MoT world-action network of :class:`ModelConfig` size."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        self.rope = MRoPE(config.head_dim, config.rope_sections, config.rope_theta)
+        # reasoner inputs
+        self.domain_embed = nn.Embedding(config.num_domains, d)
+        self.text_embed = nn.Embedding(ByteTokenizer.vocab_size, d)
+        self.reasoner_state = nn.Linear(config.state_width, d)
+        self.patch_stem = PatchStem(d, config.understanding_patch)
+        # generator inputs
+        self.frame_in = nn.Linear(config.frame_token_dim, d)
+        self.action_in = DomainLinear(config.num_domains, config.action_width, d)
+        self.state_in = nn.Linear(config.state_width, d)
+        self.modality = nn.Parameter(torch.zeros(3, d))  # frame, action, state
+        nn.init.normal_(self.modality, std=0.02)
+        self.time_mlp = nn.Sequential(nn.Linear(d, d), nn.SiLU(), nn.Linear(d, d))
+        self.blocks = nn.ModuleList(MoTBlock(d, config.num_heads, config.mlp_ratio) for _ in range(config.num_layers))
+        # outputs (zero-initialised: the untrained network predicts v = 0)
+        self.out_norm = nn.RMSNorm(d, eps=1e-6)
+        self.frame_out = nn.Linear(d, config.frame_token_dim)
+        self.action_out = DomainLinear(config.num_domains, d, config.action_width, zero_init=True)
+        self.state_out = nn.Linear(d, config.state_width)
+        self.reward_head = nn.Linear(d, 1)
+        self.success_head = nn.Linear(d, 1)
+        for layer in (self.frame_out, self.state_out):
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    # -- positions --------------------------------------------------------------------------------------
+    def _time(self, seconds: torch.Tensor) -> torch.Tensor:
+        return temporal_positions(seconds, self.config.units_per_second, self.config.text_margin)
+
+    def reasoner_positions(self, inputs: ReasonerInputs) -> torch.Tensor:
+        """(B, La, 3): domain + text as a running index, then state and patches at their times after the margin."""
+        b, lt = inputs.text_ids.shape
+        text = text_positions(1 + lt).to(inputs.state.device).expand(b, -1, -1)  # domain token is index 0
+        now = self._time(inputs.observed_time[:, -1:])  # (B, 1)
+        state = point_positions(now)  # (B, 1, 3)
+        patches = grid_positions(self._time(inputs.observed_time), self.config.understanding_grid)
+        return torch.cat([text, state, patches], 1)
+
+    def generator_positions(self, inputs: GeneratorInputs) -> torch.Tensor:
+        """(B, Ld, 3): frame tokens (t, row, col); actions and states (t, 0, 0)."""
+        frame_times = self._time(inputs.frame_time)
+        return torch.cat(
+            [
+                grid_positions(frame_times, self.config.latent_grid),
+                point_positions(self._time(inputs.action_time)),
+                point_positions(frame_times),
+            ],
+            1,
+        )
+
+    # -- the two halves ---------------------------------------------------------------------------------
+    def embed_reasoner(self, inputs: ReasonerInputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """(tokens (B, La, D), key_valid (B, La))."""
+        b, tc = inputs.observed_frames.shape[:2]
+        patches = self.patch_stem(inputs.observed_frames.flatten(0, 1)).view(b, -1, self.config.d_model)
+        tokens = torch.cat(
+            [
+                self.domain_embed(inputs.domain)[:, None],
+                self.text_embed(inputs.text_ids),
+                self.reasoner_state(inputs.state)[:, None],
+                patches,
+            ],
+            1,
+        )
+        ones = torch.ones(b, 1, dtype=torch.bool, device=tokens.device)
+        valid = torch.cat([ones, inputs.text_valid, ones, ones.expand(b, patches.shape[1])], 1)
+        return tokens, valid
+
+    def embed_generator(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """(tokens (B, Ld, D), per-token condition (B, Ld, D))."""
+        frames = self.frame_in(inputs.frames.flatten(1, 2)) + self.modality[0]  # (B, T*GG, D)
+        actions = self.action_in(inputs.actions * inputs.action_channels[:, None], inputs.domain) + self.modality[1]
+        states = self.state_in(inputs.states * inputs.state_channels[:, None]) + self.modality[2]
+        tokens = torch.cat([frames, actions, states], 1)
+        gg = self.config.tokens_per_frame
+        t = torch.cat([inputs.frame_t.repeat_interleave(gg, dim=1), inputs.action_t, inputs.state_t], 1)  # (B, Ld)
+        cond = self.time_mlp(timestep_embedding(t, self.config.d_model))
+        return tokens, cond
+
+    def encode_reasoner(self, inputs: ReasonerInputs) -> ReasonerCache:
+        """Run the reasoner once; its per-layer keys and values serve every denoising step."""
+        ar, valid = self.embed_reasoner(inputs)
+        rope = self.rope(self.reasoner_positions(inputs))
+        keys, values = [], []
+        for block in self.blocks:
+            ar, k, v = block.reasoner_step(ar, rope, valid)
+            keys.append(k)
+            values.append(v)
+        return ReasonerCache(keys, values, valid, ar)
+
+    def generate_step(self, cache: ReasonerCache, inputs: GeneratorInputs) -> GeneratorOutputs:
+        """One generator pass against a reasoner cache: the cost of a denoising step."""
+        dm, cond = self.embed_generator(inputs)
+        rope = self.rope(self.generator_positions(inputs))
+        for block, k, v in zip(self.blocks, cache.keys, cache.values, strict=True):
+            dm = block.generator_step(dm, cond, rope, k, v, cache.key_valid)
+        return self._heads(dm, inputs)
+
+    def forward(self, reasoner: ReasonerInputs, generator: GeneratorInputs, joint: bool = False) -> GeneratorOutputs:
+        """Full pass. ``joint=True`` runs each block as ONE attention over ``[AR ; DM]`` (the reference
+        the cached path is tested against); otherwise the reasoner runs first, then the generator."""
+        if not joint:
+            return self.generate_step(self.encode_reasoner(reasoner), generator)
+        ar, valid = self.embed_reasoner(reasoner)
+        ar_rope = self.rope(self.reasoner_positions(reasoner))
+        dm, cond = self.embed_generator(generator)
+        dm_rope = self.rope(self.generator_positions(generator))
+        for block in self.blocks:
+            ar, dm = block.forward_joint(ar, dm, cond, ar_rope, dm_rope, valid)
+        return self._heads(dm, generator)
+
+    def _heads(self, dm: torch.Tensor, inputs: GeneratorInputs) -> GeneratorOutputs:
+        b, t, gg, cf = inputs.frames.shape
+        k = inputs.actions.shape[1]
+        h = self.out_norm(dm)
+        frame_h, action_h, state_h = h[:, : t * gg], h[:, t * gg : t * gg + k], h[:, t * gg + k :]
+        return GeneratorOutputs(
+            frames=self.frame_out(frame_h).view(b, t, gg, cf),
+            actions=self.action_out(action_h, inputs.domain) * inputs.action_channels[:, None],
+            states=self.state_out(state_h) * inputs.state_channels[:, None],
+            reward=self.reward_head(action_h).squeeze(-1),
+            success_logit=self.success_head(action_h).squeeze(-1),
+        )
+
+    # -- reporting --------------------------------------------------------------------------------------
+    def describe(self, num_frames: int = 4, num_actions: int = 3, context_frames: int = 1) -> dict[str, float]:
+        """Parameters per tower and FLOPs of one forward (and of one cached generator step) for a window."""
+        c = self.config
+
+        def count(modules) -> int:
+            return sum(p.numel() for m in modules for p in m.parameters())
+
+        reasoner = count(b.reasoner for b in self.blocks)
+        generator = count(b.generator for b in self.blocks) + count(b.modulation for b in self.blocks)
+        la = 1 + c.max_text_len + 1 + context_frames * c.understanding_grid**2
+        ld = num_frames * c.tokens_per_frame + num_actions + num_frames
+        per_layer_linear = lambda tokens, tower: 2 * tokens * sum(  # noqa: E731
+            m.weight.numel() for m in tower.modules() if isinstance(m, nn.Linear))
+        tower_r, tower_g = self.blocks[0].reasoner, self.blocks[0].generator
+        attn_ar = 4 * la * la * c.d_model / 2  # causal: half the score matrix
+        attn_dm = 4 * ld * (la + ld) * c.d_model
+        modulation = 2 * ld * self.blocks[0].modulation[1].weight.numel()
+        reasoner_flops = c.num_layers * (per_layer_linear(la, tower_r) + attn_ar)
+        generator_flops = c.num_layers * (per_layer_linear(ld, tower_g) + attn_dm + modulation)
+        return {
+            "params_total": float(sum(p.numel() for p in self.parameters())),
+            "params_reasoner_tower": float(reasoner),
+            "params_generator_tower": float(generator),
+            "reasoner_tokens": float(la),
+            "generator_tokens": float(ld),
+            "flops_reasoner": float(reasoner_flops),
+            "flops_generator_step": float(generator_flops),
+            "flops_forward": float(reasoner_flops + generator_flops),
+        }

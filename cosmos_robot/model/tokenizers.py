@@ -1,0 +1,185 @@
+"""Tokenizers, all local: a frame autoencoder (generation latents), a patch stem (understanding), bytes (text).
+
+The frame autoencoder plays the part of Cosmos 3's frozen VAE: it is trained first on the task's
+frames, then frozen, and the world model generates in its latent space. A 64x64x3 frame becomes an
+8x8xC latent; 2x2 patches are merged into 16 generator tokens of 4C channels.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+from tqdm.auto import tqdm
+
+
+def frames_to_float(frames_bthwc: torch.Tensor) -> torch.Tensor:
+    """uint8 (..., H, W, 3) -> float (..., 3, H, W) in [-1, 1]."""
+    x = frames_bthwc.to(torch.float32) / 127.5 - 1.0
+    return x.movedim(-1, -3)
+
+
+def float_to_frames(x: torch.Tensor) -> torch.Tensor:
+    """float (..., 3, H, W) in [-1, 1] -> uint8 (..., H, W, 3)."""
+    return ((x.clamp(-1, 1) + 1.0) * 127.5).round().to(torch.uint8).movedim(-3, -1)
+
+
+def _conv_block(c_in: int, c_out: int, stride: int) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, stride, 1), nn.GroupNorm(8, c_out), nn.SiLU())
+
+
+class FrameAutoencoder(nn.Module):
+    """Convolutional autoencoder, 8x spatial downsampling, with patch-merged tokens.
+
+    Args:
+        latent_channels: C of the 1/8-resolution latent.
+        patch_merge: latent patch side merged into one token.
+        width: base convolution width.
+    """
+
+    def __init__(self, latent_channels: int = 8, patch_merge: int = 2, width: int = 32) -> None:
+        super().__init__()
+        self.latent_channels = latent_channels
+        self.patch_merge = patch_merge
+        self.encoder = nn.Sequential(
+            _conv_block(3, width, 1),
+            _conv_block(width, width, 2),
+            _conv_block(width, 2 * width, 2),
+            _conv_block(2 * width, 2 * width, 2),
+            nn.Conv2d(2 * width, latent_channels, 3, 1, 1),
+        )
+        self.decoder = nn.Sequential(
+            _conv_block(latent_channels, 2 * width, 1),
+            nn.Upsample(scale_factor=2, mode="nearest"),
+            _conv_block(2 * width, 2 * width, 1),
+            nn.Upsample(scale_factor=2, mode="nearest"),
+            _conv_block(2 * width, width, 1),
+            nn.Upsample(scale_factor=2, mode="nearest"),
+            _conv_block(width, width, 1),
+            nn.Conv2d(width, 3, 3, 1, 1),
+        )
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, 3, H, W) in [-1, 1] -> latent (N, C, H/8, W/8), squashed to [-1, 1] by tanh."""
+        return torch.tanh(self.encoder(x))
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        """Latent (N, C, h, w) -> (N, 3, 8h, 8w)."""
+        return self.decoder(z)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Reconstruction of (N, 3, H, W)."""
+        return self.decode(self.encode(x))
+
+    def to_tokens(self, z: torch.Tensor) -> torch.Tensor:
+        """Latent (N, C, h, w) -> tokens (N, (h/p)*(w/p), C*p*p), row-major."""
+        p = self.patch_merge
+        n, c, h, w = z.shape
+        z = z.view(n, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5)  # (N, h/p, w/p, C, p, p)
+        return z.reshape(n, (h // p) * (w // p), c * p * p)
+
+    def from_tokens(self, tokens: torch.Tensor, grid: int) -> torch.Tensor:
+        """Inverse of :meth:`to_tokens` for a grid x grid token layout."""
+        p, c = self.patch_merge, self.latent_channels
+        n = tokens.shape[0]
+        z = tokens.view(n, grid, grid, c, p, p).permute(0, 3, 1, 4, 2, 5)  # (N, C, g, p, g, p)
+        return z.reshape(n, c, grid * p, grid * p)
+
+    @torch.no_grad()
+    def frames_to_tokens(self, frames_nhwc: torch.Tensor) -> torch.Tensor:
+        """uint8 (N, H, W, 3) -> tokens (N, tokens_per_frame, token_dim)."""
+        return self.to_tokens(self.encode(frames_to_float(frames_nhwc)))
+
+    @torch.no_grad()
+    def tokens_to_frames(self, tokens: torch.Tensor, grid: int) -> torch.Tensor:
+        """Tokens (N, G*G, token_dim) -> uint8 (N, H, W, 3)."""
+        return float_to_frames(self.decode(self.from_tokens(tokens, grid)))
+
+
+def psnr(a_uint8: torch.Tensor | np.ndarray, b_uint8: torch.Tensor | np.ndarray) -> float:
+    """Peak signal-to-noise ratio in dB between two uint8 image stacks."""
+    a = torch.as_tensor(np.asarray(a_uint8), dtype=torch.float64)
+    b = torch.as_tensor(np.asarray(b_uint8), dtype=torch.float64)
+    mse = float(((a - b) ** 2).mean())
+    return 10.0 * math.log10(255.0**2 / max(mse, 1e-10))
+
+
+@torch.no_grad()
+def reconstruction_psnr(autoencoder: FrameAutoencoder, frames_nhwc: torch.Tensor, batch: int = 256) -> float:
+    """PSNR (dB) of the autoencoder's reconstructions of uint8 frames."""
+    autoencoder.eval()
+    recon = [float_to_frames(autoencoder(frames_to_float(frames_nhwc[i : i + batch])))
+             for i in range(0, len(frames_nhwc), batch)]
+    return psnr(frames_nhwc, torch.cat(recon))
+
+
+def train_autoencoder(
+    autoencoder: FrameAutoencoder,
+    frames_nhwc: torch.Tensor,
+    steps: int = 1000,
+    batch_size: int = 64,
+    lr: float = 2e-3,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[float]:
+    """Train on uint8 frames (N, H, W, 3) with L1 + MSE; returns the loss per step.
+
+    Few colours on a flat background: an L1 term keeps small objects sharp where MSE alone blurs them.
+    """
+    if len(frames_nhwc) == 0:
+        raise ValueError("frames_nhwc is empty; expected at least one frame")
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(autoencoder.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.05)
+    autoencoder.train()
+    losses = []
+    for _ in tqdm(range(steps), desc="autoencoder", disable=not progress):
+        idx = torch.randint(len(frames_nhwc), (min(batch_size, len(frames_nhwc)),), generator=generator)
+        x = frames_to_float(frames_nhwc[idx])
+        recon = autoencoder(x)
+        loss = F.l1_loss(recon, x) + F.mse_loss(recon, x)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        losses.append(float(loss))
+    autoencoder.eval()
+    return losses
+
+
+class PatchStem(nn.Module):
+    """The reasoner's view of a frame: non-overlapping pixel patches projected to the model width."""
+
+    def __init__(self, d_model: int, patch: int) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(3, d_model, patch, patch)
+
+    def forward(self, frames_nhwc: torch.Tensor) -> torch.Tensor:
+        """uint8 (N, H, W, 3) -> (N, (H/p)*(W/p), d_model), row-major."""
+        return self.proj(frames_to_float(frames_nhwc)).flatten(2).transpose(1, 2)
+
+
+class ByteTokenizer:
+    """UTF-8 bytes as tokens: nothing to download, every string encodable.
+
+    Ids: 0 is padding, byte b is b + 1 (vocabulary 257).
+    """
+
+    pad_id = 0
+    vocab_size = 257
+
+    def encode(self, texts: list[str], max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ids (B, max_len) long, valid (B, max_len) bool); longer texts are truncated."""
+        ids = torch.zeros(len(texts), max_len, dtype=torch.long)
+        for i, text in enumerate(texts):
+            data = list(text.encode("utf-8"))[:max_len]
+            ids[i, : len(data)] = torch.tensor(data, dtype=torch.long) + 1
+        return ids, ids != self.pad_id
+
+    def decode(self, ids: torch.Tensor) -> list[str]:
+        """Inverse of :meth:`encode` (padding dropped)."""
+        return [bytes([int(t) - 1 for t in row if int(t) != self.pad_id]).decode("utf-8", errors="replace")
+                for row in ids]
