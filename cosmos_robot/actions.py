@@ -159,9 +159,7 @@ register_embodiment(Embodiment("reacher", 2, build_action_spec(JointTorque(2)), 
 def _check_actions(actions: np.ndarray, embodiment: str, field_name: str, width: int) -> np.ndarray:
     actions = np.asarray(actions, dtype=np.float64)
     if actions.ndim == 0 or actions.shape[-1] != width:
-        raise ValueError(
-            f"embodiment={embodiment!r}: {field_name} has shape {actions.shape}; expected (..., {width})"
-        )
+        raise ValueError(f"embodiment={embodiment!r}: {field_name} has shape {actions.shape}; expected (..., {width})")
     if not np.all(np.isfinite(actions)):
         raise ValueError(f"embodiment={embodiment!r}: {field_name} contains NaN or inf; expected finite values")
     return actions
@@ -233,7 +231,9 @@ class QuantileNormalizer:
         """Inverse of :meth:`to_dict`; unknown keys are rejected."""
         unknown = set(data) - {"embodiment", "q01", "q99", "clamp"}
         if unknown:
-            raise ValueError(f"normaliser statistics have unknown keys {sorted(unknown)}; expected embodiment, q01, q99, clamp")
+            raise ValueError(
+                f"normaliser statistics have unknown keys {sorted(unknown)}; expected embodiment, q01, q99, clamp"
+            )
         return cls(data["embodiment"], np.asarray(data["q01"]), np.asarray(data["q99"]), bool(data.get("clamp", False)))
 
     def save(self, path: str | os.PathLike) -> None:
@@ -246,7 +246,9 @@ class QuantileNormalizer:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
 
-def pad_to_shared(actions: np.ndarray, width: int = DEFAULT_SHARED_WIDTH, embodiment: str = "?") -> tuple[np.ndarray, np.ndarray]:
+def pad_to_shared(
+    actions: np.ndarray, width: int = DEFAULT_SHARED_WIDTH, embodiment: str = "?"
+) -> tuple[np.ndarray, np.ndarray]:
     """Zero-pad normalised (..., A) actions to (..., width); also return the (width,) validity mask."""
     actions = np.asarray(actions, dtype=np.float32)
     if actions.ndim == 0:

@@ -53,8 +53,19 @@ class ModelConfig:
     action_loss_weight: float = 10.0
 
     def __post_init__(self) -> None:
-        positive = ("d_model", "num_layers", "num_heads", "image_size", "latent_channels", "patch_merge",
-                    "understanding_patch", "action_width", "state_width", "num_domains", "max_text_len")
+        positive = (
+            "d_model",
+            "num_layers",
+            "num_heads",
+            "image_size",
+            "latent_channels",
+            "patch_merge",
+            "understanding_patch",
+            "action_width",
+            "state_width",
+            "num_domains",
+            "max_text_len",
+        )
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -73,7 +84,9 @@ class ModelConfig:
                 f"image_size={self.image_size}; expected a multiple of 8 * patch_merge ({8 * self.patch_merge})"
             )
         if self.image_size % self.understanding_patch:
-            raise ValueError(f"understanding_patch={self.understanding_patch} does not divide image_size={self.image_size}")
+            raise ValueError(
+                f"understanding_patch={self.understanding_patch} does not divide image_size={self.image_size}"
+            )
         for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive number")
@@ -135,8 +148,9 @@ PRESETS: dict[str, ModelConfig] = {
     # The shipped default: trainable on 2 CPU cores within an hour.
     "small": ModelConfig(d_model=192, num_layers=6, num_heads=6, rope_sections=(6, 5, 5)),
     # GPU.
-    "base": ModelConfig(d_model=768, num_layers=12, num_heads=12, rope_sections=(12, 10, 10), action_width=64,
-                        num_domains=32),
+    "base": ModelConfig(
+        d_model=768, num_layers=12, num_heads=12, rope_sections=(12, 10, 10), action_width=64, num_domains=32
+    ),
 }
 
 

@@ -30,15 +30,24 @@ def shift_time(u: torch.Tensor, shift: float) -> torch.Tensor:
     return shift * u / (1.0 + (shift - 1.0) * u)
 
 
-def sample_time(shape: tuple[int, ...], shift: float = 1.0, generator: torch.Generator | None = None,
-                device: torch.device | str = "cpu") -> torch.Tensor:
+def sample_time(
+    shape: tuple[int, ...],
+    shift: float = 1.0,
+    generator: torch.Generator | None = None,
+    device: torch.device | str = "cpu",
+) -> torch.Tensor:
     """Logit-normal times in (0, 1), then shifted."""
     u = torch.sigmoid(torch.randn(shape, generator=generator, device=device))
     return shift_time(u, shift)
 
 
-def flow_loss(v_pred: torch.Tensor, v_target: torch.Tensor, noisy: torch.Tensor,
-              channel_mask: torch.Tensor | None = None, weight: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+def flow_loss(
+    v_pred: torch.Tensor,
+    v_target: torch.Tensor,
+    noisy: torch.Tensor,
+    channel_mask: torch.Tensor | None = None,
+    weight: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(weighted sum of squared errors over noisy tokens and valid channels, number of terms).
 
     Args:
@@ -65,8 +74,14 @@ def euler_times(steps: int, shift: float = 1.0) -> torch.Tensor:
 
 
 @torch.no_grad()
-def euler_sample(velocity_fn: VelocityFn, noise: torch.Tensor, clean: torch.Tensor, noisy: torch.Tensor,
-                 steps: int = 10, shift: float = 1.0) -> torch.Tensor:
+def euler_sample(
+    velocity_fn: VelocityFn,
+    noise: torch.Tensor,
+    clean: torch.Tensor,
+    noisy: torch.Tensor,
+    steps: int = 10,
+    shift: float = 1.0,
+) -> torch.Tensor:
     """Integrate ``dx/dt = v`` from t = 1 to 0 for the noisy tokens; clean tokens stay fixed at t = 0.
 
     Args:

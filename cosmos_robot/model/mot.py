@@ -41,11 +41,13 @@ class ReasonerCache:
 
     def expand(self, repeats: int) -> ReasonerCache:
         """The cache repeated along the batch (e.g. for CFG or several samples per request)."""
+
         def rep(x: torch.Tensor) -> torch.Tensor:
             return x.repeat_interleave(repeats, dim=0)
 
-        return ReasonerCache([rep(k) for k in self.keys], [rep(v) for v in self.values], rep(self.key_valid),
-                             rep(self.hidden))
+        return ReasonerCache(
+            [rep(k) for k in self.keys], [rep(v) for v in self.values], rep(self.key_valid), rep(self.hidden)
+        )
 
 
 class Tower(nn.Module):
@@ -148,8 +150,7 @@ class MoTBlock(nn.Module):
         la, ld = ar.shape[1], dm.shape[1]
         shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.modulation(cond).chunk(6, -1)
         q_ar, k_ar, v_ar = self.reasoner.project(self.reasoner.norm_attn(ar), *ar_rope)
-        q_dm, k_dm, v_dm = self.generator.project(self.generator.norm_attn(dm) * (1 + scale_msa) + shift_msa,
-                                                  *dm_rope)
+        q_dm, k_dm, v_dm = self.generator.project(self.generator.norm_attn(dm) * (1 + scale_msa) + shift_msa, *dm_rope)
         q, k, v = (torch.cat(pair, 2) for pair in ((q_ar, q_dm), (k_ar, k_dm), (v_ar, v_dm)))
         mask = torch.zeros(ar.shape[0], 1, la + ld, la + ld, dtype=torch.bool, device=ar.device)
         mask[:, :, :la, :la] = reasoner_mask(ar_key_valid)  # AR rows: causal, AR keys only

@@ -54,7 +54,9 @@ def make_plan(mode: Mode, num_frames: int, num_actions: int, context_frames: int
     if num_frames < 2:
         raise ValueError(f"num_frames={num_frames}; expected at least 2")
     if num_actions < 1 or num_actions % (num_frames - 1):
-        raise ValueError(f"num_actions={num_actions}; expected a positive multiple of num_frames - 1 = {num_frames - 1}")
+        raise ValueError(
+            f"num_actions={num_actions}; expected a positive multiple of num_frames - 1 = {num_frames - 1}"
+        )
     if not 1 <= context_frames < num_frames:
         raise ValueError(f"context_frames={context_frames}; expected 1..{num_frames - 1}")
     per_interval = num_actions // (num_frames - 1)

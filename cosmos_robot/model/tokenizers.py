@@ -44,21 +44,22 @@ class FrameAutoencoder(nn.Module):
         super().__init__()
         self.latent_channels = latent_channels
         self.patch_merge = patch_merge
+        # Strided from the first layer: full-resolution convolutions would triple the cost on CPU.
         self.encoder = nn.Sequential(
-            _conv_block(3, width, 1),
-            _conv_block(width, width, 2),
+            _conv_block(3, width, 2),
             _conv_block(width, 2 * width, 2),
             _conv_block(2 * width, 2 * width, 2),
+            _conv_block(2 * width, 2 * width, 1),
             nn.Conv2d(2 * width, latent_channels, 3, 1, 1),
         )
         self.decoder = nn.Sequential(
             _conv_block(latent_channels, 2 * width, 1),
+            _conv_block(2 * width, 2 * width, 1),
             nn.Upsample(scale_factor=2, mode="nearest"),
             _conv_block(2 * width, 2 * width, 1),
             nn.Upsample(scale_factor=2, mode="nearest"),
             _conv_block(2 * width, width, 1),
             nn.Upsample(scale_factor=2, mode="nearest"),
-            _conv_block(width, width, 1),
             nn.Conv2d(width, 3, 3, 1, 1),
         )
 
@@ -111,8 +112,10 @@ def psnr(a_uint8: torch.Tensor | np.ndarray, b_uint8: torch.Tensor | np.ndarray)
 def reconstruction_psnr(autoencoder: FrameAutoencoder, frames_nhwc: torch.Tensor, batch: int = 256) -> float:
     """PSNR (dB) of the autoencoder's reconstructions of uint8 frames."""
     autoencoder.eval()
-    recon = [float_to_frames(autoencoder(frames_to_float(frames_nhwc[i : i + batch])))
-             for i in range(0, len(frames_nhwc), batch)]
+    recon = [
+        float_to_frames(autoencoder(frames_to_float(frames_nhwc[i : i + batch])))
+        for i in range(0, len(frames_nhwc), batch)
+    ]
     return psnr(frames_nhwc, torch.cat(recon))
 
 
@@ -145,7 +148,7 @@ def train_autoencoder(
         loss.backward()
         optimizer.step()
         schedule.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     autoencoder.eval()
     return losses
 
@@ -181,5 +184,6 @@ class ByteTokenizer:
 
     def decode(self, ids: torch.Tensor) -> list[str]:
         """Inverse of :meth:`encode` (padding dropped)."""
-        return [bytes([int(t) - 1 for t in row if int(t) != self.pad_id]).decode("utf-8", errors="replace")
-                for row in ids]
+        return [
+            bytes([int(t) - 1 for t in row if int(t) != self.pad_id]).decode("utf-8", errors="replace") for row in ids
+        ]
