@@ -256,13 +256,9 @@ class WorldActionNetwork(nn.Module):
         generator = count(b.generator for b in self.blocks) + count(b.modulation for b in self.blocks)
         la = 1 + c.max_text_len + 1 + context_frames * c.understanding_grid**2
         ld = num_frames * c.tokens_per_frame + num_actions + num_frames
-        per_layer_linear = lambda tokens, tower: (
-            2
-            * tokens
-            * sum(  # noqa: E731
-                m.weight.numel() for m in tower.modules() if isinstance(m, nn.Linear)
-            )
-        )
+        def per_layer_linear(tokens: int, tower: nn.Module) -> float:
+            return 2.0 * tokens * sum(m.weight.numel() for m in tower.modules() if isinstance(m, nn.Linear))
+
         tower_r, tower_g = self.blocks[0].reasoner, self.blocks[0].generator
         attn_ar = 4 * la * la * c.d_model / 2  # causal: half the score matrix
         attn_dm = 4 * ld * (la + ld) * c.d_model

@@ -25,7 +25,7 @@ def test_loss_is_finite_and_a_tiny_network_fits_one_batch():
     rewards, successes = torch.randn(6, 3), torch.rand(6, 3) > 0.5
     opt = torch.optim.AdamW(net.parameters(), lr=2e-3)
     first = None
-    for step in range(120):
+    for _ in range(120):
         terms = training_loss(
             net, reasoner, clean, plan, rewards, successes, generator=torch.Generator().manual_seed(0)
         )
