@@ -7,9 +7,12 @@ generator, so its keys and values can be computed once per request and reused by
 step (:class:`ReasonerCache`); :meth:`MoTBlock.forward_joint` is the literal one-attention version
 that the cached path must match.
 
-Generator tokens are conditioned on their own flow time through adaLN-Zero (DiT naming:
-``shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp``); the modulation is zero-initialised
-so every generator block starts as the identity.
+Generator tokens are conditioned on their own flow time through adaLN (DiT naming:
+``shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp``), in PixArt-alpha's "adaLN-single"
+form: the network projects each token's time embedding to the six modulations ONCE, and every block
+adds its own learned table. Per-token modulation computed in every block was the generator's second
+largest matmul; shared, it is paid once per step. The network's projection and the tables start at
+zero, so every generator block starts as the identity (adaLN-Zero).
 """
 
 from __future__ import annotations
@@ -99,9 +102,8 @@ class MoTBlock(nn.Module):
         super().__init__()
         self.reasoner = Tower(d_model, num_heads, mlp_ratio)
         self.generator = Tower(d_model, num_heads, mlp_ratio)
-        self.modulation = nn.Sequential(nn.SiLU(), nn.Linear(d_model, 6 * d_model))
-        nn.init.zeros_(self.modulation[1].weight)  # adaLN-Zero: the block starts as the identity
-        nn.init.zeros_(self.modulation[1].bias)
+        # This block's offsets to the shared per-token modulation (adaLN-single); zero: identity at start.
+        self.modulation_table = nn.Parameter(torch.zeros(6 * d_model))
 
     # -- reasoner -----------------------------------------------------------------------------------
     def reasoner_step(
@@ -119,15 +121,20 @@ class MoTBlock(nn.Module):
     def generator_step(
         self,
         dm: torch.Tensor,
-        cond: torch.Tensor,
+        modulation: torch.Tensor,
         rope: tuple[torch.Tensor, torch.Tensor],
         ar_keys: torch.Tensor,
         ar_values: torch.Tensor,
         ar_key_valid: torch.Tensor,
     ) -> torch.Tensor:
-        """Run the generator half against the reasoner's (cached) keys and values."""
+        """Run the generator half against the reasoner's (cached) keys and values.
+
+        ``modulation`` (B, Ld, 6D) is the shared per-token projection of the flow-time embedding.
+        """
         tower = self.generator
-        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.modulation(cond).chunk(6, -1)
+        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = (modulation + self.modulation_table).chunk(
+            6, -1
+        )
         h = tower.norm_attn(dm) * (1 + scale_msa) + shift_msa
         q, k, v = tower.project(h, *rope)
         keys, values = torch.cat([ar_keys, k], 2), torch.cat([ar_values, v], 2)  # (B, H, La + Ld, Dh)
@@ -141,14 +148,16 @@ class MoTBlock(nn.Module):
         self,
         ar: torch.Tensor,
         dm: torch.Tensor,
-        cond: torch.Tensor,
+        modulation: torch.Tensor,
         ar_rope: tuple[torch.Tensor, torch.Tensor],
         dm_rope: tuple[torch.Tensor, torch.Tensor],
         ar_key_valid: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Both towers through ONE attention call with the block mask; the reference for the cache."""
         la, ld = ar.shape[1], dm.shape[1]
-        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.modulation(cond).chunk(6, -1)
+        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = (modulation + self.modulation_table).chunk(
+            6, -1
+        )
         q_ar, k_ar, v_ar = self.reasoner.project(self.reasoner.norm_attn(ar), *ar_rope)
         q_dm, k_dm, v_dm = self.generator.project(self.generator.norm_attn(dm) * (1 + scale_msa) + shift_msa, *dm_rope)
         q, k, v = (torch.cat(pair, 2) for pair in ((q_ar, q_dm), (k_ar, k_dm), (v_ar, v_dm)))

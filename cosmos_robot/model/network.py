@@ -133,6 +133,10 @@ class WorldActionNetwork(nn.Module):
         self.modality = nn.Parameter(torch.zeros(3, d))  # frame, action, state
         nn.init.normal_(self.modality, std=0.02)
         self.time_mlp = nn.Sequential(nn.Linear(d, d), nn.SiLU(), nn.Linear(d, d))
+        # adaLN-single: one projection of the time embedding to the six modulations, shared by all blocks.
+        self.time_modulation = nn.Sequential(nn.SiLU(), nn.Linear(d, 6 * d))
+        nn.init.zeros_(self.time_modulation[1].weight)
+        nn.init.zeros_(self.time_modulation[1].bias)
         self.blocks = nn.ModuleList(MoTBlock(d, config.num_heads, config.mlp_ratio) for _ in range(config.num_layers))
         # outputs (zero-initialised: the untrained network predicts v = 0)
         self.out_norm = nn.RMSNorm(d, eps=1e-6)
@@ -189,15 +193,15 @@ class WorldActionNetwork(nn.Module):
         return tokens, valid
 
     def embed_generator(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor]:
-        """(tokens (B, Ld, D), per-token condition (B, Ld, D))."""
+        """(tokens (B, Ld, D), per-token modulation (B, Ld, 6D) from each token's flow time)."""
         frames = self.frame_in(inputs.frames.flatten(1, 2)) + self.modality[0]  # (B, T*GG, D)
         actions = self.action_in(inputs.actions * inputs.action_channels[:, None], inputs.domain) + self.modality[1]
         states = self.state_in(inputs.states * inputs.state_channels[:, None]) + self.modality[2]
         tokens = torch.cat([frames, actions, states], 1)
         gg = self.config.tokens_per_frame
         t = torch.cat([inputs.frame_t.repeat_interleave(gg, dim=1), inputs.action_t, inputs.state_t], 1)  # (B, Ld)
-        cond = self.time_mlp(timestep_embedding(t, self.config.d_model))
-        return tokens, cond
+        modulation = self.time_modulation(self.time_mlp(timestep_embedding(t, self.config.d_model)))
+        return tokens, modulation
 
     def encode_reasoner(self, inputs: ReasonerInputs) -> ReasonerCache:
         """Run the reasoner once; its per-layer keys and values serve every denoising step."""
@@ -212,10 +216,10 @@ class WorldActionNetwork(nn.Module):
 
     def generate_step(self, cache: ReasonerCache, inputs: GeneratorInputs) -> GeneratorOutputs:
         """One generator pass against a reasoner cache: the cost of a denoising step."""
-        dm, cond = self.embed_generator(inputs)
+        dm, modulation = self.embed_generator(inputs)
         rope = self.rope(self.generator_positions(inputs))
         for block, k, v in zip(self.blocks, cache.keys, cache.values, strict=True):
-            dm = block.generator_step(dm, cond, rope, k, v, cache.key_valid)
+            dm = block.generator_step(dm, modulation, rope, k, v, cache.key_valid)
         return self._heads(dm, inputs)
 
     def forward(self, reasoner: ReasonerInputs, generator: GeneratorInputs, joint: bool = False) -> GeneratorOutputs:
@@ -225,10 +229,10 @@ class WorldActionNetwork(nn.Module):
             return self.generate_step(self.encode_reasoner(reasoner), generator)
         ar, valid = self.embed_reasoner(reasoner)
         ar_rope = self.rope(self.reasoner_positions(reasoner))
-        dm, cond = self.embed_generator(generator)
+        dm, modulation = self.embed_generator(generator)
         dm_rope = self.rope(self.generator_positions(generator))
         for block in self.blocks:
-            ar, dm = block.forward_joint(ar, dm, cond, ar_rope, dm_rope, valid)
+            ar, dm = block.forward_joint(ar, dm, modulation, ar_rope, dm_rope, valid)
         return self._heads(dm, generator)
 
     def _heads(self, dm: torch.Tensor, inputs: GeneratorInputs) -> GeneratorOutputs:
@@ -253,18 +257,23 @@ class WorldActionNetwork(nn.Module):
             return sum(p.numel() for m in modules for p in m.parameters())
 
         reasoner = count(b.reasoner for b in self.blocks)
-        generator = count(b.generator for b in self.blocks) + count(b.modulation for b in self.blocks)
+        generator = (
+            count(b.generator for b in self.blocks)
+            + sum(b.modulation_table.numel() for b in self.blocks)
+            + count([self.time_mlp, self.time_modulation])
+        )
         la = 1 + c.max_text_len + 1 + context_frames * c.understanding_grid**2
         ld = num_frames * c.tokens_per_frame + num_actions + num_frames
+
         def per_layer_linear(tokens: int, tower: nn.Module) -> float:
             return 2.0 * tokens * sum(m.weight.numel() for m in tower.modules() if isinstance(m, nn.Linear))
 
         tower_r, tower_g = self.blocks[0].reasoner, self.blocks[0].generator
         attn_ar = 4 * la * la * c.d_model / 2  # causal: half the score matrix
         attn_dm = 4 * ld * (la + ld) * c.d_model
-        modulation = 2 * ld * self.blocks[0].modulation[1].weight.numel()
+        modulation = 2 * ld * self.time_modulation[1].weight.numel()  # once per step, all blocks
         reasoner_flops = c.num_layers * (per_layer_linear(la, tower_r) + attn_ar)
-        generator_flops = c.num_layers * (per_layer_linear(ld, tower_g) + attn_dm + modulation)
+        generator_flops = c.num_layers * (per_layer_linear(ld, tower_g) + attn_dm) + modulation
         return {
             "params_total": float(sum(p.numel() for p in self.parameters())),
             "params_reasoner_tower": float(reasoner),

@@ -13,10 +13,11 @@ D, HEADS, LA, LD = 32, 4, 7, 9
 def setup(seed: int = 0):
     torch.manual_seed(seed)
     block = MoTBlock(D, HEADS, 2.0).eval()
-    with torch.no_grad():  # leave adaLN-Zero: random modulation so the generator path is exercised
-        block.modulation[1].weight.normal_(std=0.1)
+    with torch.no_grad():  # leave adaLN-Zero: a random table so the generator path is exercised
+        block.modulation_table.normal_(std=0.3)
     rope = MRoPE(D // HEADS, (2, 1, 1))
-    ar, dm, cond = torch.randn(2, LA, D), torch.randn(2, LD, D), torch.randn(2, LD, D)
+    # cond: the shared per-token modulation (B, Ld, 6D)
+    ar, dm, cond = torch.randn(2, LA, D), torch.randn(2, LD, D), 0.3 * torch.randn(2, LD, 6 * D)
     ar_rope, dm_rope = rope(torch.rand(2, LA, 3) * 20), rope(torch.rand(2, LD, 3) * 20)
     valid = torch.ones(2, LA, dtype=torch.bool)
     return block, ar, dm, cond, ar_rope, dm_rope, valid
@@ -68,13 +69,13 @@ def test_cached_halves_equal_the_joint_attention():
     torch.testing.assert_close(dm_split, dm_joint, atol=1e-5, rtol=1e-5)
 
 
-def test_fresh_generator_block_is_the_identity():
+def test_zero_modulation_makes_the_generator_block_the_identity():
+    # adaLN-Zero: the network's modulation projection and the block tables start at zero.
     torch.manual_seed(0)
     block = MoTBlock(D, HEADS, 2.0)
     rope = MRoPE(D // HEADS, (2, 1, 1))
     ar, dm = torch.randn(1, LA, D), torch.randn(1, LD, D)
-    _, k, v = block.reasoner_step(ar, rope(torch.zeros(1, LA, 3)), torch.ones(1, LA, dtype=torch.bool))
-    out = block.generator_step(
-        dm, torch.randn(1, LD, D), rope(torch.zeros(1, LD, 3)), k, v, torch.ones(1, LA, dtype=torch.bool)
-    )
+    valid = torch.ones(1, LA, dtype=torch.bool)
+    _, k, v = block.reasoner_step(ar, rope(torch.zeros(1, LA, 3)), valid)
+    out = block.generator_step(dm, torch.zeros(1, LD, 6 * D), rope(torch.zeros(1, LD, 3)), k, v, valid)
     torch.testing.assert_close(out, dm)
