@@ -13,6 +13,7 @@ Last line: ``cache_speedup=<uncached ms / cached ms at 10 steps>`` for the polic
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -33,15 +34,22 @@ WINDOWS = {
 HEADLINE = "policy_2obs_4ahead"
 
 
-def time_ms(fn, repeats: int) -> float:
-    """Median wall time of ``fn()`` in milliseconds, after one warm-up call."""
-    fn()
-    times = []
+def _sample(network, reasoner, template, plan, steps: int, use_cache: bool) -> None:
+    sample_plan(
+        network, reasoner, template, plan, steps=steps, use_cache=use_cache, generator=torch.Generator().manual_seed(0)
+    )
+
+
+def time_pair_ms(first, second, repeats: int) -> tuple[float, float]:
+    """Median wall times (ms) of two callables timed alternately, so drift of a shared machine hits both."""
+    first(), second()
+    times: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - started) * 1000)
-    return sorted(times)[len(times) // 2]
+        for fn, bucket in ((first, times[0]), (second, times[1])):
+            started = time.perf_counter()
+            fn()
+            bucket.append((time.perf_counter() - started) * 1000)
+    return tuple(sorted(t)[len(t) // 2] for t in times)
 
 
 def main() -> None:
@@ -63,19 +71,8 @@ def main() -> None:
         )
         plan = make_plan(Mode.POLICY, frames, actions, context_frames=observed)
         for steps in (4, 10):
-
-            def run(use_cache: bool, steps: int = steps) -> None:
-                sample_plan(
-                    network,
-                    reasoner,
-                    template,
-                    plan,
-                    steps=steps,
-                    use_cache=use_cache,
-                    generator=torch.Generator().manual_seed(0),
-                )
-
-            cached, uncached = time_ms(lambda: run(True), repeats), time_ms(lambda: run(False), repeats)
+            run = functools.partial(_sample, network, reasoner, template, plan, steps)
+            cached, uncached = time_pair_ms(functools.partial(run, True), functools.partial(run, False), repeats)
             results[f"{name}/{steps}"] = {"cached_ms": cached, "recompute_ms": uncached, "speedup": uncached / cached}
             print(f"{name:<22}{steps:>6}{cached:>11.1f}{uncached:>14.1f}{uncached / cached:>9.2f}x")
     describe = network.describe(*WINDOWS[HEADLINE])

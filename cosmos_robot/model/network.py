@@ -200,7 +200,10 @@ class WorldActionNetwork(nn.Module):
         tokens = torch.cat([frames, actions, states], 1)
         gg = self.config.tokens_per_frame
         t = torch.cat([inputs.frame_t.repeat_interleave(gg, dim=1), inputs.action_t, inputs.state_t], 1)  # (B, Ld)
-        modulation = self.time_modulation(self.time_mlp(timestep_embedding(t, self.config.d_model)))
+        # A window holds only a few distinct flow times (clean 0, one per noisy modality): embed and
+        # project those once, then gather per token, rather than running the MLPs on every token.
+        unique_t, index = torch.unique(t, return_inverse=True)
+        modulation = self.time_modulation(self.time_mlp(timestep_embedding(unique_t, self.config.d_model)))[index]
         return tokens, modulation
 
     def encode_reasoner(self, inputs: ReasonerInputs) -> ReasonerCache:
@@ -214,10 +217,19 @@ class WorldActionNetwork(nn.Module):
             values.append(v)
         return ReasonerCache(keys, values, valid, ar)
 
-    def generate_step(self, cache: ReasonerCache, inputs: GeneratorInputs) -> GeneratorOutputs:
-        """One generator pass against a reasoner cache: the cost of a denoising step."""
+    def generator_rope(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rotary cos/sin of the generator tokens; fixed across the denoising steps of a request."""
+        return self.rope(self.generator_positions(inputs))
+
+    def generate_step(
+        self, cache: ReasonerCache, inputs: GeneratorInputs, rope: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> GeneratorOutputs:
+        """One generator pass against a reasoner cache: the cost of a denoising step.
+
+        ``rope`` may be passed from :meth:`generator_rope` to skip recomputing it at every step.
+        """
         dm, modulation = self.embed_generator(inputs)
-        rope = self.rope(self.generator_positions(inputs))
+        rope = rope if rope is not None else self.generator_rope(inputs)
         for block, k, v in zip(self.blocks, cache.keys, cache.values, strict=True):
             dm = block.generator_step(dm, modulation, rope, k, v, cache.key_valid)
         return self._heads(dm, inputs)

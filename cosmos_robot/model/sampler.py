@@ -101,10 +101,11 @@ def sample_plan(
         caches = [network.encode_reasoner(reasoner)]
         if cfg_scale is not None:
             caches.append(network.encode_reasoner(uncond_reasoner))
+        rope = network.generator_rope(template)  # positions do not change between steps
 
     def predict(inputs: GeneratorInputs, which: int) -> GeneratorOutputs:
         if caches is not None:
-            return network.generate_step(caches[which], inputs)
+            return network.generate_step(caches[which], inputs, rope)
         return network(reasoner if which == 0 else uncond_reasoner, inputs)
 
     def velocity(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
