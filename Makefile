@@ -19,6 +19,8 @@ test: setup
 bench: setup
 	$(PY) benchmarks/bench_collect.py --quick --json out/bench_collect.json
 	$(PY) benchmarks/bench_experts.py --quick --json out/bench_experts.json
+	$(PY) benchmarks/bench_sampling.py --quick --json out/bench_sampling.json
+	$(PY) benchmarks/bench_train_step.py --quick --json out/bench_train_step.json
 
 lint: setup
 	$(VENV)/bin/ruff check cosmos_robot tests benchmarks
