@@ -21,7 +21,7 @@ import torch
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.example_inputs import example_inputs
 from cosmos_robot.model.network import WorldActionNetwork
-from cosmos_robot.model.objective import BatchPlan, training_loss
+from cosmos_robot.model.objective import BatchPlan, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 
 MODE_CYCLE = [Mode.FORWARD_DYNAMICS, Mode.POLICY, Mode.INVERSE_DYNAMICS, Mode.FORWARD_DYNAMICS, Mode.POLICY]
@@ -56,7 +56,7 @@ def main() -> None:
     rewards, successes = torch.randn(args.batch, actions), torch.zeros(args.batch, actions, dtype=torch.bool)
 
     def step() -> float:
-        terms = training_loss(network, reasoner, clean, plan, rewards, successes)
+        terms = training_loss(network, reasoner, clean, plan, draw_noise(clean), rewards, successes)
         optimizer.zero_grad(set_to_none=True)
         terms.total.backward()
         torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)

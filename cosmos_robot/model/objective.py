@@ -4,16 +4,20 @@ Each sample of a batch has its own mode (a plan from ``plan.make_plan``). Frames
 independent flow times (UWM-style), so one network learns forward dynamics, inverse dynamics, the
 policy and their marginals. Clean conditioning tokens have t = 0 and no loss; padded action and
 state channels get no noise and no loss; actions weigh ``action_loss_weight`` (Cosmos 3: 10).
+
+The loss is a mean over samples of per-sample means, and the noise is drawn for a whole batch by
+:func:`draw_noise`: a data-parallel rank can then draw the global batch's noise and keep its slice,
+and its gradients average to exactly the single-process gradient.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from cosmos_robot.model.flow import add_noise, flow_loss, sample_time, velocity_target
+from cosmos_robot.model.flow import add_noise, sample_time, velocity_target
 from cosmos_robot.model.network import GeneratorInputs, ReasonerInputs, WorldActionNetwork
 from cosmos_robot.model.plan import Mode, Plan, make_plan
 
@@ -32,12 +36,48 @@ class BatchPlan:
         plans: list[Plan] = [make_plan(m, num_frames, num_actions, context_frames) for m in modes]
         return cls(*(torch.stack([getattr(p, name) for p in plans]) for name in ("frames", "actions", "states")))
 
+    def select(self, index: torch.Tensor | slice) -> BatchPlan:
+        """The plan of a subset of samples."""
+        return BatchPlan(self.frames[index], self.actions[index], self.states[index])
+
+
+@dataclass
+class FlowNoise:
+    """Noise and flow times of a batch: eps per modality, one time per sample for frames and for actions."""
+
+    frames: torch.Tensor
+    actions: torch.Tensor
+    states: torch.Tensor
+    t_frames: torch.Tensor  # (B, 1)
+    t_actions: torch.Tensor  # (B, 1)
+
+    def select(self, index: torch.Tensor | slice) -> FlowNoise:
+        """The noise of a subset of samples."""
+        return FlowNoise(*(getattr(self, f.name)[index] for f in fields(self)))
+
+
+def draw_noise(clean: GeneratorInputs, generator: torch.Generator | None = None, shift: float = 1.0) -> FlowNoise:
+    """Gaussian noise for every generator value and independent frame/action flow times (logit-normal, shifted)."""
+    b = clean.frames.shape[0]
+
+    def randn(x: torch.Tensor) -> torch.Tensor:
+        return torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)
+
+    return FlowNoise(
+        frames=randn(clean.frames),
+        actions=randn(clean.actions) * clean.action_channels[:, None],
+        states=randn(clean.states) * clean.state_channels[:, None],
+        t_frames=sample_time((b, 1), shift, generator).to(clean.frames.device),
+        t_actions=sample_time((b, 1), shift, generator).to(clean.frames.device),
+    )
+
 
 @dataclass
 class LossTerms:
-    """Total loss and its parts (detached parts, for logging)."""
+    """Total loss, the per-sample flow loss (for per-mode logging) and detached parts."""
 
     total: torch.Tensor
+    per_sample: torch.Tensor
     frames: float
     actions: float
     states: float
@@ -45,15 +85,20 @@ class LossTerms:
     success: float
 
 
+def _sse(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sample (sum of masked squared errors, count); tensors (B, N, C), mask broadcastable."""
+    mask = mask.to(pred.dtype).expand_as(pred)
+    return ((pred - target) ** 2 * mask).flatten(1).sum(1), mask.flatten(1).sum(1)
+
+
 def training_loss(
     network: WorldActionNetwork,
     reasoner: ReasonerInputs,
     clean: GeneratorInputs,
     plan: BatchPlan,
+    noise: FlowNoise,
     rewards: torch.Tensor | None = None,
     successes: torch.Tensor | None = None,
-    shift: float = 1.0,
-    generator: torch.Generator | None = None,
 ) -> LossTerms:
     """Noise the planned tokens, predict velocities, and return the weighted flow loss plus head losses.
 
@@ -62,54 +107,34 @@ def training_loss(
         reasoner: clean reasoner inputs.
         clean: generator inputs holding clean values (their ``*_t`` fields are ignored).
         plan: which tokens each sample generates.
+        noise: from :func:`draw_noise` for this batch.
         rewards: (B, K) true rewards per action, or None to skip the reward head.
         successes: (B, K) true success flags per action, or None.
-        shift: time shift of the logit-normal sampler.
-        generator: seeds noise and times.
     """
-    b, t_frames = clean.frame_t.shape
-    k = clean.actions.shape[1]
-    device = clean.frames.device
-
-    def noise_like(x: torch.Tensor) -> torch.Tensor:
-        return torch.randn(x.shape, generator=generator, dtype=x.dtype).to(device)
-
-    # Independent flow times for frames and actions (states follow their frames).
-    t_frame = sample_time((b, 1), shift, generator).to(device).expand(b, t_frames) * plan.frames
-    t_action = sample_time((b, 1), shift, generator).to(device).expand(b, k) * plan.actions
+    t_frame = noise.t_frames * plan.frames  # (B, T)
+    t_action = noise.t_actions * plan.actions  # (B, K)
     t_state = t_frame * plan.states
-
-    eps_f = noise_like(clean.frames)
-    eps_a = noise_like(clean.actions) * clean.action_channels[:, None]
-    eps_s = noise_like(clean.states) * clean.state_channels[:, None]
     noisy = clean.replace(
-        frames=add_noise(clean.frames, eps_f, t_frame[..., None, None]),
+        frames=add_noise(clean.frames, noise.frames, t_frame[..., None, None]),
         frame_t=t_frame,
-        actions=add_noise(clean.actions, eps_a, t_action[..., None]),
+        actions=add_noise(clean.actions, noise.actions, t_action[..., None]),
         action_t=t_action,
-        states=add_noise(clean.states, eps_s, t_state[..., None]),
+        states=add_noise(clean.states, noise.states, t_state[..., None]),
         state_t=t_state,
     )
     out = network(reasoner, noisy)
 
-    gg = clean.frames.shape[2]
-    sse_f, n_f = flow_loss(
-        out.frames.flatten(1, 2),
-        velocity_target(clean.frames, eps_f).flatten(1, 2),
-        plan.frames.repeat_interleave(gg, dim=1),
-    )
-    sse_a, n_a = flow_loss(
-        out.actions,
-        velocity_target(clean.actions, eps_a),
-        plan.actions,
-        clean.action_channels,
-        weight=network.config.action_loss_weight,
-    )
-    sse_s, n_s = flow_loss(out.states, velocity_target(clean.states, eps_s), plan.states, clean.state_channels)
-    # Normalise by the unweighted count so the action weight really tilts the balance.
-    total = (sse_f + sse_a + sse_s) / (n_f + n_a + n_s).clamp_min(1.0)
+    sse_f, n_f = _sse(out.frames, velocity_target(clean.frames, noise.frames), plan.frames[..., None, None])
+    action_mask = plan.actions[..., None] & clean.action_channels[:, None]
+    sse_a, n_a = _sse(out.actions, velocity_target(clean.actions, noise.actions), action_mask)
+    state_mask = plan.states[..., None] & clean.state_channels[:, None]
+    sse_s, n_s = _sse(out.states, velocity_target(clean.states, noise.states), state_mask)
+    weight = network.config.action_loss_weight
+    # Normalise by the unweighted count so the action weight really tilts the balance within a sample.
+    per_sample = (sse_f + weight * sse_a + sse_s) / (n_f + n_a + n_s).clamp_min(1.0)
+    total = per_sample.mean()
 
-    reward_loss = success_loss = torch.zeros((), device=device)
+    reward_loss = success_loss = torch.zeros((), device=total.device)
     if rewards is not None:
         reward_loss = F.mse_loss(out.reward, rewards.to(out.reward.dtype))
         total = total + reward_loss
@@ -118,13 +143,7 @@ def training_loss(
         total = total + success_loss
 
     def mean(sse: torch.Tensor, n: torch.Tensor) -> float:
-        return float(sse.detach() / n.clamp_min(1.0))
+        return float(sse.detach().sum() / n.sum().clamp_min(1.0))
 
-    return LossTerms(
-        total,
-        mean(sse_f, n_f),
-        mean(sse_a, n_a) / network.config.action_loss_weight,
-        mean(sse_s, n_s),
-        float(reward_loss.detach()),
-        float(success_loss.detach()),
-    )
+    return LossTerms(total, per_sample.detach(), mean(sse_f, n_f), mean(sse_a, n_a), mean(sse_s, n_s),
+                     float(reward_loss.detach()), float(success_loss.detach()))

@@ -7,7 +7,7 @@ import torch
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.example_inputs import example_inputs
 from cosmos_robot.model.network import WorldActionNetwork
-from cosmos_robot.model.objective import BatchPlan, training_loss
+from cosmos_robot.model.objective import BatchPlan, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 
 
@@ -26,9 +26,8 @@ def test_loss_is_finite_and_a_tiny_network_fits_one_batch():
     opt = torch.optim.AdamW(net.parameters(), lr=2e-3)
     first = None
     for _ in range(120):
-        terms = training_loss(
-            net, reasoner, clean, plan, rewards, successes, generator=torch.Generator().manual_seed(0)
-        )
+        noise = draw_noise(clean, torch.Generator().manual_seed(0))
+        terms = training_loss(net, reasoner, clean, plan, noise, rewards, successes)
         assert torch.isfinite(terms.total)
         first = first if first is not None else float(terms.total)
         opt.zero_grad()
@@ -42,5 +41,21 @@ def test_clean_only_plans_give_no_flow_loss():
     reasoner, clean = example_inputs(net.config, batch=2)
     plan = BatchPlan.from_modes([Mode.INVERSE_DYNAMICS] * 2, 4, 3)
     plan.actions[:] = False  # nothing generated at all
-    terms = training_loss(net, reasoner, clean, plan)
+    terms = training_loss(net, reasoner, clean, plan, draw_noise(clean))
     assert float(terms.total) == 0.0 and terms.frames == 0.0 and terms.actions == 0.0
+
+
+def test_loss_of_a_split_batch_averages_to_the_whole_batch():
+    # What data-parallel training relies on: equal halves, per-sample means, noise drawn for the whole batch.
+    torch.manual_seed(0)
+    net = WorldActionNetwork(preset("tiny"))
+    reasoner, clean = example_inputs(net.config, batch=4)
+    plan = BatchPlan.from_modes([Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY, Mode.POLICY], 4, 3)
+    noise = draw_noise(clean, torch.Generator().manual_seed(1))
+    whole = training_loss(net, reasoner, clean, plan, noise).total
+    halves = []
+    for part in (slice(0, 2), slice(2, 4)):
+        r = type(reasoner)(**{k: v[part] for k, v in vars(reasoner).items()})
+        g = clean.replace(**{k: v[part] for k, v in vars(clean).items()})
+        halves.append(training_loss(net, r, g, plan.select(part), noise.select(part)).total)
+    torch.testing.assert_close(whole, (halves[0] + halves[1]) / 2)
