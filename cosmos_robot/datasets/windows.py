@@ -78,6 +78,7 @@ class TimeAlignedWindows(Dataset):
         source: :class:`EpisodeArrays`, or a path to a LeRobot dataset or a zarr store.
         spec: window shape and rates.
         camera: image key; None picks the only camera (error if there are several).
+        extra_frame_keys: other per-frame arrays of the source to return at the frame times.
 
     Each item is a dict of tensors:
 
@@ -99,7 +100,11 @@ class TimeAlignedWindows(Dataset):
     """
 
     def __init__(
-        self, source: EpisodeArrays | str | os.PathLike, spec: WindowSpec | None = None, camera: str | None = None
+        self,
+        source: EpisodeArrays | str | os.PathLike,
+        spec: WindowSpec | None = None,
+        camera: str | None = None,
+        extra_frame_keys: tuple[str, ...] = (),
     ) -> None:
         self.episodes = source if isinstance(source, EpisodeArrays) else open_episodes(source)
         self.spec = spec or WindowSpec()
@@ -113,7 +118,8 @@ class TimeAlignedWindows(Dataset):
         if camera not in cameras:
             raise ValueError(f"camera={camera!r} is not in the source; expected one of {cameras}")
         self.camera = camera
-        for key in (OBS_STATE, ACTION):
+        self.extra_frame_keys = tuple(extra_frame_keys)
+        for key in (OBS_STATE, ACTION, *self.extra_frame_keys):
             if key not in self.episodes.data:
                 raise ValueError(f"the source has no {key!r}; windows need states and actions")
         self._index = self._build_index()
@@ -177,11 +183,13 @@ class TimeAlignedWindows(Dataset):
             out["dones"] = torch.from_numpy(rows(DONE, last_rows).reshape(-1).astype(bool) & ~action_is_pad)
         if OBS_ENV_STATE in block:
             out["env_states"] = torch.from_numpy(rows(OBS_ENV_STATE, frame_rows).astype(np.float32))
+        for key in self.extra_frame_keys:  # e.g. precomputed frame latents, at the frame times
+            out[key] = torch.from_numpy(np.ascontiguousarray(rows(key, frame_rows)))
         return out
 
     def _keys(self) -> list[str]:
         optional = [k for k in (REWARD, SUCCESS, DONE, OBS_ENV_STATE) if k in self.episodes.data]
-        return [self.camera, OBS_STATE, ACTION, *optional]
+        return [self.camera, OBS_STATE, ACTION, *optional, *self.extra_frame_keys]
 
 
 def _masked_mean(values: np.ndarray, valid: np.ndarray) -> np.ndarray:

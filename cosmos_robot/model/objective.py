@@ -129,7 +129,7 @@ def training_loss(
     sse_a, n_a = _sse(out.actions, velocity_target(clean.actions, noise.actions), action_mask)
     state_mask = plan.states[..., None] & clean.state_channels[:, None]
     sse_s, n_s = _sse(out.states, velocity_target(clean.states, noise.states), state_mask)
-    weight = network.config.action_loss_weight
+    weight = getattr(network, "module", network).config.action_loss_weight  # DDP wraps the network
     # Normalise by the unweighted count so the action weight really tilts the balance within a sample.
     per_sample = (sse_f + weight * sse_a + sse_s) / (n_f + n_a + n_s).clamp_min(1.0)
     total = per_sample.mean()

@@ -15,7 +15,7 @@ class Mode(Enum):
     """What the model is asked to generate."""
 
     FORWARD_DYNAMICS = "forward_dynamics"  # given frames so far + all actions -> future frames
-    INVERSE_DYNAMICS = "inverse_dynamics"  # given all frames -> the actions between them
+    INVERSE_DYNAMICS = "inverse_dynamics"  # given all frames -> the actions (and states) between them
     POLICY = "policy"  # given frames so far (+ action history) -> future frames and actions
 
 
@@ -39,14 +39,15 @@ def make_plan(mode: Mode, num_frames: int, num_actions: int, context_frames: int
 
     The first ``context_frames`` frames are observed in forward dynamics and policy. Actions are
     spread evenly over the frame intervals; an action that leads into a context frame is history
-    and stays clean in policy mode.
+    and stays clean in policy mode. States follow their frames, except in inverse dynamics, where
+    they are generated too: labeling works from video alone, without proprioception.
 
     >>> p = make_plan(Mode.FORWARD_DYNAMICS, 4, 3)
     >>> p.frames.tolist(), p.actions.tolist()
     ([False, True, True, True], [False, False, False])
     >>> p = make_plan(Mode.INVERSE_DYNAMICS, 4, 3)
-    >>> p.frames.tolist(), p.actions.tolist()
-    ([False, False, False, False], [True, True, True])
+    >>> p.frames.tolist(), p.actions.tolist(), p.states.tolist()
+    ([False, False, False, False], [True, True, True], [True, True, True, True])
     >>> p = make_plan(Mode.POLICY, 4, 3, context_frames=2)
     >>> p.frames.tolist(), p.actions.tolist(), p.states.tolist()
     ([False, False, True, True], [False, True, True], [False, False, True, True])
@@ -68,6 +69,7 @@ def make_plan(mode: Mode, num_frames: int, num_actions: int, context_frames: int
         frames, actions = ~observed, torch.zeros(num_actions, dtype=torch.bool)
     elif mode is Mode.INVERSE_DYNAMICS:
         frames, actions = torch.zeros(num_frames, dtype=torch.bool), torch.ones(num_actions, dtype=torch.bool)
+        return Plan(frames=frames, actions=actions, states=torch.ones(num_frames, dtype=torch.bool))
     elif mode is Mode.POLICY:
         frames, actions = ~observed, leads_into >= context_frames
     else:  # pragma: no cover - Enum is closed

@@ -136,7 +136,10 @@ def train_autoencoder(
         raise ValueError("frames_nhwc is empty; expected at least one frame")
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(autoencoder.parameters(), lr=lr, weight_decay=0.0)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.05)
+    warmup = max(1, steps // 20)
+    schedule = torch.optim.lr_scheduler.LambdaLR(  # linear warm-up, cosine to zero
+        optimizer, lambda s: min((s + 1) / warmup, 0.5 * (1 + math.cos(math.pi * min(s / steps, 1.0))))
+    )
     autoencoder.train()
     losses = []
     for _ in tqdm(range(steps), desc="autoencoder", disable=not progress):

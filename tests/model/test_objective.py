@@ -41,6 +41,7 @@ def test_clean_only_plans_give_no_flow_loss():
     reasoner, clean = example_inputs(net.config, batch=2)
     plan = BatchPlan.from_modes([Mode.INVERSE_DYNAMICS] * 2, 4, 3)
     plan.actions[:] = False  # nothing generated at all
+    plan.states[:] = False
     terms = training_loss(net, reasoner, clean, plan, draw_noise(clean))
     assert float(terms.total) == 0.0 and terms.frames == 0.0 and terms.actions == 0.0
 

@@ -1,0 +1,179 @@
+"""Training data for the world-action model: several datasets, several embodiments, one batch sampler.
+
+Sources are grouped by embodiment (LeRobot's ``robot_type``), split into train and held-out episodes,
+their actions and states quantile-normalised per embodiment (statistics from the train split only),
+and frames encoded once by the frozen autoencoder. A batch mixes embodiments in proportion to
+their number of windows; every sample is a window entirely inside its episode.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from cosmos_robot.actions import Embodiment, QuantileNormalizer, get_embodiment, pad_to_shared
+from cosmos_robot.datasets.episodes import EpisodeArrays
+from cosmos_robot.datasets.windows import TimeAlignedWindows, WindowSpec, open_episodes
+from cosmos_robot.keys import ACTION, OBS_STATE
+from cosmos_robot.model.config import ModelConfig
+from cosmos_robot.model.network import GeneratorInputs, ReasonerInputs
+from cosmos_robot.model.tokenizers import ByteTokenizer, FrameAutoencoder
+
+LATENTS = "latents"
+
+
+def concat_episodes(parts: list[EpisodeArrays]) -> EpisodeArrays:
+    """Episodes of several sources of one embodiment, end to end (task indices remapped)."""
+    first = parts[0]
+    keys = set(first.data)
+    tasks: list[str] = []
+    data: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    ends, offset = [], 0
+    for part in parts:
+        if set(part.data) != keys or part.fps != first.fps:
+            raise ValueError(f"sources of embodiment {first.robot_type!r} differ in features or fps; expected the same")
+        remap = np.array([tasks.index(t) if t in tasks else (tasks.append(t) or len(tasks) - 1) for t in part.tasks])
+        for k in keys:
+            values = np.asarray(part.data[k][:])
+            data[k].append(remap[values] if k == "task_index" else values)
+        ends.append(part.episode_ends + offset)
+        offset += part.num_frames
+    return EpisodeArrays({k: np.concatenate(v) for k, v in data.items()}, np.concatenate(ends), first.fps,
+                         first.features, tasks, first.robot_type, dict(first.meta))
+
+
+def split_episodes(episodes: EpisodeArrays, val_fraction: float, seed: int) -> tuple[EpisodeArrays, EpisodeArrays]:
+    """(train, held-out) by whole episodes, chosen by a seeded permutation."""
+    n = episodes.num_episodes
+    n_val = max(1, int(round(n * val_fraction)))
+    if n_val < 1 or n - n_val < 1:
+        raise ValueError(f"{n} episodes of {episodes.robot_type!r} cannot be split with val_fraction={val_fraction}")
+    order = np.random.default_rng(seed).permutation(n)
+    return _take(episodes, np.sort(order[n_val:])), _take(episodes, np.sort(order[:n_val]))
+
+
+def _take(episodes: EpisodeArrays, which: np.ndarray) -> EpisodeArrays:
+    rows = np.concatenate([np.arange(*episodes.episode_bounds(int(e))) for e in which])
+    lengths = episodes.episode_lengths()[which]
+    data = {k: np.asarray(v[:])[rows] for k, v in episodes.data.items()}
+    return EpisodeArrays(data, np.cumsum(lengths), episodes.fps, episodes.features, episodes.tasks,
+                         episodes.robot_type, episodes.meta)
+
+
+@dataclass
+class EmbodimentData:
+    """One embodiment's train and held-out windows plus its normalisers."""
+
+    embodiment: Embodiment
+    action_norm: QuantileNormalizer
+    state_norm: QuantileNormalizer
+    train: TimeAlignedWindows
+    val: TimeAlignedWindows
+
+
+@dataclass
+class Batch:
+    """Model inputs of a batch plus per-action targets of the heads."""
+
+    reasoner: ReasonerInputs
+    clean: GeneratorInputs
+    rewards: torch.Tensor  # (B, K)
+    successes: torch.Tensor  # (B, K)
+
+
+class TrainingSet:
+    """Windows of several datasets for one model.
+
+    Args:
+        sources: LeRobot dataset folders or zarr stores (their ``robot_type`` names the embodiment).
+        config: the model config (shared widths, image size).
+        num_frames: frames per window.
+        val_fraction: fraction of each embodiment's episodes held out.
+        seed: seeds the split.
+    """
+
+    def __init__(self, sources: list[str | os.PathLike], config: ModelConfig, num_frames: int = 5,
+                 val_fraction: float = 0.1, seed: int = 0) -> None:
+        if not sources:
+            raise ValueError("sources=[] is empty; expected at least one dataset")
+        self.config = config
+        self.spec = WindowSpec(num_frames=num_frames, min_real_frames=num_frames)
+        grouped: dict[str, list[EpisodeArrays]] = {}
+        for source in sources:
+            episodes = open_episodes(source).to_memory()
+            name = episodes.robot_type or episodes.meta.get("embodiment")
+            get_embodiment(name)  # unknown embodiments fail here, with the list of known ones
+            size = episodes.data[episodes.image_keys[0]].shape[1]
+            if size != config.image_size:
+                raise ValueError(f"dataset={str(source)!r} has {size}px frames; the model expects {config.image_size}")
+            grouped.setdefault(name, []).append(episodes)
+        self.parts: dict[str, tuple[EpisodeArrays, EpisodeArrays]] = {
+            name: split_episodes(concat_episodes(parts), val_fraction, seed) for name, parts in grouped.items()
+        }
+        self.tasks = {name: train.tasks[0] for name, (train, _) in self.parts.items()}
+        self.data: dict[str, EmbodimentData] = {}
+
+    def frames(self) -> torch.Tensor:
+        """All training frames (uint8 (N, H, W, 3)), for the autoencoder."""
+        return torch.from_numpy(np.concatenate([train.data[train.image_keys[0]] for train, _ in self.parts.values()]))
+
+    def prepare(self, autoencoder: FrameAutoencoder, batch: int = 256) -> None:
+        """Encode every frame with the frozen autoencoder, fit normalisers, build the windows."""
+        for name, (train, val) in self.parts.items():
+            for split in (train, val):
+                frames = torch.from_numpy(split.data[split.image_keys[0]])
+                split.data[LATENTS] = torch.cat(
+                    [autoencoder.frames_to_tokens(frames[i : i + batch]) for i in range(0, len(frames), batch)]
+                ).numpy()
+            embodiment = get_embodiment(name)
+            self.data[name] = EmbodimentData(
+                embodiment=embodiment,
+                action_norm=QuantileNormalizer.fit(train.data[ACTION], name),
+                state_norm=QuantileNormalizer.fit(train.data[OBS_STATE], name),
+                train=TimeAlignedWindows(train, self.spec, extra_frame_keys=(LATENTS,)),
+                val=TimeAlignedWindows(val, self.spec, extra_frame_keys=(LATENTS,)),
+            )
+
+    def draw(self, batch_size: int, generator: torch.Generator, split: str = "train") -> list[tuple[str, int]]:
+        """(embodiment, window index) for a batch, embodiments in proportion to their windows."""
+        names = sorted(self.data)
+        sizes = torch.tensor([len(getattr(self.data[n], split)) for n in names], dtype=torch.float64)
+        which = torch.multinomial(sizes / sizes.sum(), batch_size, replacement=True, generator=generator)
+        return [(names[int(w)], int(torch.randint(int(sizes[w]), (1,), generator=generator))) for w in which]
+
+    def collate(self, picks: list[tuple[str, int]], split: str = "train", context_frames: int = 1) -> Batch:
+        """Model inputs of the picked windows (normalised, padded)."""
+        c = self.config
+        items = [(self.data[name], getattr(self.data[name], split)[i]) for name, i in picks]
+        states = torch.stack([torch.from_numpy(pad_to_shared(d.state_norm.normalize(w["states"].numpy()),
+                                                             c.state_width, d.embodiment.name)[0]) for d, w in items])
+        actions = torch.stack([torch.from_numpy(pad_to_shared(d.action_norm.normalize(w["actions"].numpy()),
+                                                              c.action_width, d.embodiment.name)[0]) for d, w in items])
+        action_channels = torch.stack([torch.arange(c.action_width) < d.embodiment.action_dim for d, _ in items])
+        state_channels = torch.stack([torch.arange(c.state_width) < d.embodiment.state_dim for d, _ in items])
+        domain = torch.tensor([d.embodiment.domain_id for d, _ in items])
+        text_ids, text_valid = ByteTokenizer().encode([self.tasks[d.embodiment.name] for d, _ in items], c.max_text_len)
+        frame_time = torch.stack([w["frame_time"] for _, w in items])
+        frames = torch.stack([w["frames"] for _, w in items])
+        b = len(items)
+        reasoner = ReasonerInputs(domain, text_ids, text_valid, states[:, context_frames - 1],
+                                  frames[:, :context_frames], frame_time[:, :context_frames])
+        clean = GeneratorInputs(
+            domain=domain,
+            frames=torch.stack([w[LATENTS] for _, w in items]),
+            frame_t=torch.zeros(b, frames.shape[1]),
+            frame_time=frame_time,
+            actions=actions,
+            action_t=torch.zeros(actions.shape[:2]),
+            action_time=torch.stack([w["action_time"] for _, w in items]),
+            action_channels=action_channels,
+            states=states,
+            state_t=torch.zeros(states.shape[:2]),
+            state_channels=state_channels,
+        )
+        rewards = torch.stack([w["rewards"] for _, w in items])
+        successes = torch.stack([w["successes"] for _, w in items])
+        return Batch(reasoner, clean, rewards, successes)

@@ -1,0 +1,300 @@
+"""Training: the frame autoencoder first (then frozen), then the MoT on mixed modes and embodiments.
+
+One seeded ``torch.Generator`` drives everything after set-up (batches, modes, instruction dropout,
+noise), and its state is saved with every checkpoint, so ``resume=True`` continues with exactly
+the losses an uninterrupted run would have produced. Under ``torchrun`` every rank draws the global
+batch and keeps its slice; DDP's gradient average then equals the single-process gradient.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from tqdm.auto import tqdm
+
+from cosmos_robot.checkpoint import Checkpoint, EmbodimentEntry, load_checkpoint, load_state, save_checkpoint
+from cosmos_robot.datasets.training_set import Batch, TrainingSet
+from cosmos_robot.model.config import ModelConfig, preset
+from cosmos_robot.model.network import ReasonerInputs, WorldActionNetwork
+from cosmos_robot.model.objective import BatchPlan, draw_noise, training_loss
+from cosmos_robot.model.plan import Mode
+from cosmos_robot.model.tokenizers import FrameAutoencoder, reconstruction_psnr, train_autoencoder
+
+MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run depends on.
+
+    Attributes:
+        datasets: LeRobot dataset folders or zarr stores, any mix of embodiments.
+        out: checkpoint folder (rewritten atomically every ``checkpoint_every`` steps).
+        preset: model size preset (tiny, small, base).
+        steps: optimiser steps of the MoT.
+        batch_size: global batch (split across DDP ranks).
+        lr: peak learning rate (AdamW).
+        weight_decay: AdamW weight decay.
+        warmup: linear warm-up steps, then cosine decay to 10 % of ``lr``.
+        grad_clip: global gradient-norm clip.
+        ema: decay of the exponential moving average of weights (saved for inference).
+        mode_mix: probabilities of forward dynamics, inverse dynamics, policy.
+        num_frames: frames per window.
+        context_frames: observed frames in forward dynamics and policy.
+        instruction_dropout: probability of dropping the instruction (for classifier-free guidance).
+        time_shift: shift of the logit-normal flow-time sampler.
+        ae_steps: autoencoder training steps.
+        ae_batch: autoencoder batch.
+        val_every: held-out loss every N steps (0: never).
+        checkpoint_every: checkpoint every N steps (and at the end).
+        seed: seeds everything.
+        threads: torch threads (per process).
+    """
+
+    datasets: list[str]
+    out: str
+    preset: str = "small"
+    steps: int = 3000
+    batch_size: int = 16
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    warmup: int = 200
+    grad_clip: float = 1.0
+    ema: float = 0.999
+    mode_mix: tuple[float, float, float] = (0.4, 0.2, 0.4)
+    num_frames: int = 5
+    context_frames: int = 1
+    instruction_dropout: float = 0.1
+    time_shift: float = 1.0
+    ae_steps: int = 1500
+    ae_batch: int = 64
+    val_every: int = 500
+    checkpoint_every: int = 500
+    seed: int = 0
+    threads: int = 2
+    model_overrides: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.datasets:
+            raise ValueError("datasets=[]; expected at least one dataset")
+        for name in ("steps", "batch_size", "num_frames", "ae_batch", "threads"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer")
+        if len(self.mode_mix) != 3 or min(self.mode_mix) < 0 or abs(sum(self.mode_mix) - 1.0) > 1e-6:
+            raise ValueError(f"mode_mix={self.mode_mix}; expected three non-negative numbers summing to 1 (FD, ID, policy)")
+        if not 1 <= self.context_frames < self.num_frames:
+            raise ValueError(f"context_frames={self.context_frames}; expected 1..num_frames-1 ({self.num_frames - 1})")
+
+    def model_config(self) -> ModelConfig:
+        """The preset with overrides applied."""
+        return ModelConfig.from_dict(preset(self.preset).to_dict() | self.model_overrides)
+
+
+def learning_rate(step: int, config: TrainConfig) -> float:
+    """Linear warm-up, then cosine to 10 % of the peak."""
+    if step < config.warmup:
+        return config.lr * (step + 1) / config.warmup
+    progress = (step - config.warmup) / max(1, config.steps - config.warmup)
+    return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
+
+
+def _distributed() -> tuple[int, int]:
+    """(rank, world size), initialising torch.distributed when launched by torchrun."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return (dist.get_rank(), dist.get_world_size()) if world > 1 else (0, 1)
+
+
+def _drop_instructions(reasoner: ReasonerInputs, drop: torch.Tensor) -> ReasonerInputs:
+    keep = ~drop[:, None]
+    return ReasonerInputs(reasoner.domain, reasoner.text_ids * keep, reasoner.text_valid & keep, reasoner.state,
+                          reasoner.observed_frames, reasoner.observed_time)
+
+
+def _select(batch: Batch, part: slice) -> Batch:
+    r = batch.reasoner
+    return Batch(
+        ReasonerInputs(*(getattr(r, f)[part] for f in ("domain", "text_ids", "text_valid", "state",
+                                                           "observed_frames", "observed_time"))),
+        batch.clean.replace(**{k: v[part] for k, v in vars(batch.clean).items()}),
+        batch.rewards[part],
+        batch.successes[part],
+    )
+
+
+class Trainer:
+    """Holds the run's state; :meth:`run` trains to ``config.steps``."""
+
+    def __init__(self, config: TrainConfig, resume: bool = False, progress: bool = True) -> None:
+        self.config = config
+        self.progress = progress
+        self.rank, self.world = _distributed()
+        if config.batch_size % self.world:
+            raise ValueError(f"batch_size={config.batch_size} is not divisible by the {self.world} processes")
+        torch.set_num_threads(config.threads)
+        self.device = torch.device("cuda", self.rank % torch.cuda.device_count()) if torch.cuda.is_available() \
+            else torch.device("cpu")
+        model_config = config.model_config()
+        self.data = TrainingSet(config.datasets, model_config, config.num_frames, seed=config.seed)
+        previous = load_checkpoint(config.out, with_training=True) if resume else None
+
+        torch.manual_seed(config.seed)
+        self.autoencoder = FrameAutoencoder(model_config.latent_channels, model_config.patch_merge)
+        if previous is not None:
+            self.autoencoder.load_state_dict(previous.autoencoder.state_dict())
+            self.ae_psnr = previous.training["ae_psnr"]
+        else:
+            frames = self.data.frames()
+            train_autoencoder(self.autoencoder, frames, steps=config.ae_steps, batch_size=config.ae_batch,
+                              seed=config.seed, progress=progress and self.rank == 0)
+            self.ae_psnr = reconstruction_psnr(self.autoencoder, frames[:2048])
+        self.autoencoder.requires_grad_(False).eval()
+        self.data.prepare(self.autoencoder)
+
+        torch.manual_seed(config.seed + 1)
+        self.network = WorldActionNetwork(model_config).to(self.device)
+        self.ema = copy.deepcopy(self.network).requires_grad_(False)
+        self.optimizer = torch.optim.AdamW(self.network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.generator = torch.Generator().manual_seed(config.seed + 2)
+        self.step = 0
+        self.history: list[dict[str, float]] = []
+        if previous is not None:
+            self._restore(previous)
+        self.model = (torch.nn.parallel.DistributedDataParallel(self.network) if self.world > 1 else self.network)
+
+    # -- checkpoint state -----------------------------------------------------------------------------
+    def _restore(self, previous: Checkpoint) -> None:
+        tensors = previous.training.pop("tensors")
+        load_state(self.network, {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, Path("state"))
+        self.ema.load_state_dict(previous.network.state_dict())
+        optim_state = self.optimizer.state_dict()
+        for index in range(len(list(self.network.parameters()))):
+            if f"optim.{index}.exp_avg" in tensors:
+                optim_state["state"][index] = {
+                    "step": tensors[f"optim.{index}.step"],
+                    "exp_avg": tensors[f"optim.{index}.exp_avg"],
+                    "exp_avg_sq": tensors[f"optim.{index}.exp_avg_sq"],
+                }
+        self.optimizer.load_state_dict(optim_state)
+        self.generator.set_state(tensors["rng.generator"])
+        self.step = int(previous.training["step"])
+        self.history = list(previous.training["history"])
+
+    def checkpoint(self) -> Checkpoint:
+        """The current EMA model as a checkpoint (with the state needed to resume)."""
+        entries = {name: EmbodimentEntry(d.embodiment, d.action_norm, d.state_norm, self.data.tasks[name])
+                   for name, d in self.data.data.items()}
+        window = {"num_frames": self.config.num_frames, "context_frames": self.config.context_frames,
+                  "fps": next(iter(self.data.data.values())).train.episodes.fps}
+        training = {"step": self.step, "history": self.history, "ae_psnr": self.ae_psnr,
+                    "config": asdict(self.config)}
+        return Checkpoint(self.ema, self.autoencoder, entries, window, training=training)
+
+    def _training_tensors(self) -> dict[str, torch.Tensor]:
+        tensors = {f"model.{k}": v.detach().cpu() for k, v in self.network.state_dict().items()}
+        for index, state in self.optimizer.state_dict()["state"].items():
+            for name, value in state.items():
+                tensors[f"optim.{index}.{name}"] = torch.as_tensor(value).cpu()
+        tensors["rng.generator"] = self.generator.get_state()
+        return tensors
+
+    def save(self) -> None:
+        """Write the checkpoint (rank 0 only)."""
+        if self.rank == 0:
+            save_checkpoint(self.checkpoint(), self.config.out, training_tensors=self._training_tensors())
+
+    # -- the loop ---------------------------------------------------------------------------------------
+    def _draw_batch(self) -> tuple[Batch, BatchPlan, list[Mode], Any]:
+        c = self.config
+        picks = self.data.draw(c.batch_size, self.generator)
+        batch = self.data.collate(picks, context_frames=c.context_frames)
+        mode_index = torch.multinomial(torch.tensor(c.mode_mix), c.batch_size, replacement=True,
+                                       generator=self.generator)
+        modes = [MODES[int(i)] for i in mode_index]
+        plan = BatchPlan.from_modes(modes, c.num_frames, batch.clean.actions.shape[1], c.context_frames)
+        drop = torch.rand(c.batch_size, generator=self.generator) < c.instruction_dropout
+        batch.reasoner = _drop_instructions(batch.reasoner, drop)
+        # Inverse dynamics labels video alone: its samples never see proprioception.
+        is_id = torch.tensor([m is Mode.INVERSE_DYNAMICS for m in modes])
+        batch.reasoner.state = batch.reasoner.state * ~is_id[:, None]
+        noise = draw_noise(batch.clean, self.generator, c.time_shift)
+        return batch, plan, modes, noise
+
+    def train_step(self) -> dict[str, float]:
+        """One optimiser step on this rank's slice of the global batch; returns logged losses."""
+        c = self.config
+        batch, plan, modes, noise = self._draw_batch()
+        local = slice(self.rank * (c.batch_size // self.world), (self.rank + 1) * (c.batch_size // self.world))
+        batch, plan, noise = _select(batch, local), plan.select(local), noise.select(local)
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate(self.step, c)
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda")
+        with autocast:
+            terms = training_loss(self.model, batch.reasoner, batch.clean, plan, noise, batch.rewards,
+                                  batch.successes)
+        self.optimizer.zero_grad(set_to_none=True)
+        terms.total.backward()
+        torch.nn.utils.clip_grad_norm_(self.network.parameters(), c.grad_clip)
+        self.optimizer.step()
+        with torch.no_grad():
+            for ema, param in zip(self.ema.parameters(), self.network.parameters(), strict=True):
+                ema.lerp_(param, 1.0 - c.ema)
+        self.step += 1
+        logged = {"step": self.step, "loss": terms.total.item(), "actions": terms.actions, "frames": terms.frames}
+        local_modes = modes[local]
+        for mode in MODES:
+            mask = torch.tensor([m is mode for m in local_modes])
+            if mask.any():
+                logged[mode.value] = float(terms.per_sample[mask].mean())
+        return logged
+
+    @torch.no_grad()
+    def validate(self, batches: int = 4) -> float:
+        """Held-out flow loss of the EMA model on fixed windows (a fixed seed: comparable across steps)."""
+        c = self.config
+        g = torch.Generator().manual_seed(12345)
+        losses = []
+        for _ in range(batches):
+            batch = self.data.collate(self.data.draw(c.batch_size, g, "val"), "val", c.context_frames)
+            modes = [MODES[int(i)] for i in torch.multinomial(torch.tensor(c.mode_mix), c.batch_size, True,
+                                                              generator=g)]
+            plan = BatchPlan.from_modes(modes, c.num_frames, batch.clean.actions.shape[1], c.context_frames)
+            is_id = torch.tensor([m is Mode.INVERSE_DYNAMICS for m in modes])
+            batch.reasoner.state = batch.reasoner.state * ~is_id[:, None]
+            terms = training_loss(self.ema, batch.reasoner, batch.clean, plan, draw_noise(batch.clean, g))
+            losses.append(float(terms.per_sample.mean()))
+        return sum(losses) / len(losses)
+
+    def run(self) -> Path:
+        """Train to ``config.steps``, checkpointing on the way; returns the checkpoint folder."""
+        c = self.config
+        bar = tqdm(total=c.steps, initial=self.step, desc="world model", disable=not self.progress or self.rank != 0)
+        started = time.perf_counter()
+        while self.step < c.steps:
+            logged = self.train_step()
+            if c.val_every and self.step % c.val_every == 0:
+                logged["val"] = self.validate()
+            self.history.append(logged)
+            bar.update(1)
+            bar.set_postfix({k: f"{v:.3f}" for k, v in logged.items() if k not in ("step",)})
+            if self.step % c.checkpoint_every == 0 or self.step == c.steps:
+                self.save()
+        bar.close()
+        self.elapsed = time.perf_counter() - started
+        if self.world > 1:
+            dist.barrier()
+        return Path(c.out)
+
+
+def train(config: TrainConfig, resume: bool = False, progress: bool = True) -> Path:
+    """Train (or resume) and return the checkpoint folder."""
+    return Trainer(config, resume=resume, progress=progress).run()
