@@ -136,9 +136,9 @@ def train_autoencoder(
         raise ValueError("frames_nhwc is empty; expected at least one frame")
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(autoencoder.parameters(), lr=lr, weight_decay=0.0)
-    warmup = max(1, steps // 20)
-    schedule = torch.optim.lr_scheduler.LambdaLR(  # linear warm-up, cosine to zero
-        optimizer, lambda s: min((s + 1) / warmup, 0.5 * (1 + math.cos(math.pi * min(s / steps, 1.0))))
+    # One-cycle schedule; its warm-up must span at least two steps (a one-step phase divides by zero).
+    schedule = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=lr, total_steps=max(steps, 3), pct_start=max(0.05, 2.0 / max(steps, 3))
     )
     autoencoder.train()
     losses = []
