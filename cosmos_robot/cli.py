@@ -88,6 +88,47 @@ def _run_convert(args: argparse.Namespace) -> None:
     print(f"wrote {kind} {args.dst} in {time.perf_counter() - started:.1f} s")
 
 
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train the world-action model (autoencoder first, then the MoT)")
+    p.add_argument("--recipe", help="a named recipe (default, smoke): collects its data, sets its hyperparameters")
+    p.add_argument("--data-dir", default="data", help="where a recipe's datasets are collected")
+    p.add_argument("--datasets", nargs="+", default=[], help="LeRobot dataset folders or zarr stores")
+    p.add_argument("--out", required=True, help="checkpoint folder (rewritten atomically during training)")
+    p.add_argument("--preset", help="model size: tiny, small, base")
+    p.add_argument("--steps", type=int, help="optimiser steps")
+    p.add_argument("--batch-size", type=int, help="global batch (split across torchrun processes)")
+    p.add_argument("--lr", type=float, help="peak learning rate")
+    p.add_argument("--seed", type=int, help="seeds everything")
+    p.add_argument("--threads", type=int, help="torch threads per process")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint at --out exactly")
+    p.add_argument("--export", help="also write an inference-only float16 copy here (what ships as the default)")
+    p.set_defaults(run=_run_train)
+
+
+def _run_train(args: argparse.Namespace) -> None:
+    from cosmos_robot.recipes import get_recipe, prepare_data
+    from cosmos_robot.train import TrainConfig, Trainer, export_inference
+
+    settings: dict = {}
+    datasets = list(args.datasets)
+    if args.recipe:
+        recipe = get_recipe(args.recipe)
+        settings.update(recipe.train)
+        datasets = prepare_data(recipe, args.data_dir) + datasets
+    overrides = {"preset": args.preset, "steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
+                 "seed": args.seed, "threads": args.threads}
+    settings.update({k: v for k, v in overrides.items() if v is not None})
+    trainer = Trainer(TrainConfig(datasets=datasets, out=args.out, **settings), resume=args.resume)
+    out = trainer.run()
+    if trainer.rank == 0:
+        last = trainer.history[-1]
+        print(f"trained {trainer.step} steps in {trainer.elapsed / 60:.1f} min (autoencoder PSNR "
+              f"{trainer.ae_psnr:.1f} dB); last loss {last['loss']:.3f}; checkpoint at {out}")
+        if args.export:
+            export_inference(out, args.export)
+            print(f"exported the float16 inference model to {args.export}")
+
+
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "demo",
@@ -109,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``cosmos-robot`` argument parser."""
     parser = _OneLineParser(prog="cosmos-robot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
-    for add in (_add_collect, _add_convert, _add_demo):
+    for add in (_add_collect, _add_convert, _add_train, _add_demo):
         add(sub)
     return parser
 

@@ -298,3 +298,9 @@ class Trainer:
 def train(config: TrainConfig, resume: bool = False, progress: bool = True) -> Path:
     """Train (or resume) and return the checkpoint folder."""
     return Trainer(config, resume=resume, progress=progress).run()
+
+
+def export_inference(checkpoint: str | os.PathLike, dest: str | os.PathLike) -> Path:
+    """An inference-only copy of a training checkpoint: EMA weights in float16, no optimiser state."""
+    loaded = load_checkpoint(checkpoint)
+    return save_checkpoint(loaded, dest, dtype=torch.float16, overwrite=True)
