@@ -37,6 +37,7 @@ def _add_collect(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--width", type=int, default=64, help="image width, a positive multiple of 8")
     p.add_argument("--height", type=int, default=64, help="image height, a positive multiple of 8")
     p.add_argument("--images", action="store_true", help="store lossless PNG frames instead of mp4 video")
+    p.add_argument("--task", help="task string stored with every frame (default: the env's own)")
     p.add_argument("--out", required=True, help="dataset folder to create (refused if it exists)")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     p.add_argument("--json", help="also write the summary as JSON to this path")

@@ -25,6 +25,7 @@ class DatasetSpec:
     episodes: int
     noise: float
     seed: int
+    task: str | None = None
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,21 @@ class Recipe:
     train: dict[str, Any] = field(default_factory=dict)
 
 
+PUSH_TASK = "push the red block onto the green disc"
+
+
+def _noisy_task(noise: float) -> str:
+    # Noisy demonstrations say so in their instruction: the policy, conditioned on the plain task,
+    # then imitates the expert, while dynamics still learn from every action seen.
+    return f"noisy {noise:.1f}: {PUSH_TASK}"
+
+
 def _push_block(embodiment: str, env_id: str, seed0: int) -> tuple[DatasetSpec, ...]:
     # Expert and noisy experts: the model must see good and bad actions (and their consequences).
     return (
-        DatasetSpec(f"{embodiment}_expert", env_id, 200, 0.0, seed0),
-        DatasetSpec(f"{embodiment}_noise0.3", env_id, 200, 0.3, seed0 + 10_000),
-        DatasetSpec(f"{embodiment}_noise0.6", env_id, 100, 0.6, seed0 + 20_000),
+        DatasetSpec(f"{embodiment}_expert", env_id, 200, 0.0, seed0, PUSH_TASK),
+        DatasetSpec(f"{embodiment}_noise0.3", env_id, 200, 0.3, seed0 + 10_000, _noisy_task(0.3)),
+        DatasetSpec(f"{embodiment}_noise0.6", env_id, 100, 0.6, seed0 + 20_000, _noisy_task(0.6)),
     )
 
 
@@ -76,6 +86,6 @@ def prepare_data(recipe: Recipe, data_dir: str | Path, progress: bool = True) ->
         path = data_dir / spec.name
         if not (path / "meta" / "info.json").is_file():
             collect(spec.env_id, spec.episodes, path, noise=spec.noise, seed=spec.seed, video=False,
-                    overwrite=path.exists(), progress=progress)
+                    overwrite=path.exists(), progress=progress, task=spec.task)
         paths.append(str(path))
     return paths

@@ -105,6 +105,7 @@ def collect(
     video: bool = True,
     overwrite: bool = False,
     progress: bool = True,
+    task: str | None = None,
 ) -> CollectSummary:
     """Roll out a scripted policy in ``env_id`` and write a LeRobot v3 dataset at ``out``.
 
@@ -123,6 +124,7 @@ def collect(
         video: store the camera as mp4 (else lossless PNG frames).
         overwrite: replace an existing ``out``.
         progress: show a progress bar.
+        task: the task string stored with every frame; None uses the env's own task.
     """
     if not isinstance(episodes, int) or episodes <= 0:
         raise ValueError(f"episodes={episodes!r}; expected a positive integer")
@@ -157,7 +159,7 @@ def collect(
         ) as writer:
             bar = tqdm(range(episodes), desc=f"collect {env_id}", unit="ep", disable=not progress)
             for k in bar:
-                success, length = _rollout_episode(env, actor, writer, seed + k, task_of(env))
+                success, length = _rollout_episode(env, actor, writer, seed + k, task or task_of(env))
                 successes.append(success)
                 frames += length
                 bar.set_postfix(frames=frames, success=f"{np.mean(successes):.2f}")

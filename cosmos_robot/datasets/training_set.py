@@ -113,7 +113,8 @@ class TrainingSet:
         self.parts: dict[str, tuple[EpisodeArrays, EpisodeArrays]] = {
             name: split_episodes(concat_episodes(parts), val_fraction, seed) for name, parts in grouped.items()
         }
-        self.tasks = {name: train.tasks[0] for name, (train, _) in self.parts.items()}
+        # The default instruction of an embodiment: the task of its first source (recipes list the expert first).
+        self.tasks = {name: parts[0].tasks[0] for name, parts in grouped.items()}
         self.data: dict[str, EmbodimentData] = {}
 
     def frames(self) -> torch.Tensor:
@@ -155,7 +156,7 @@ class TrainingSet:
         action_channels = torch.stack([torch.arange(c.action_width) < d.embodiment.action_dim for d, _ in items])
         state_channels = torch.stack([torch.arange(c.state_width) < d.embodiment.state_dim for d, _ in items])
         domain = torch.tensor([d.embodiment.domain_id for d, _ in items])
-        text_ids, text_valid = ByteTokenizer().encode([self.tasks[d.embodiment.name] for d, _ in items], c.max_text_len)
+        text_ids, text_valid = ByteTokenizer().encode([w["task"] for _, w in items], c.max_text_len)
         frame_time = torch.stack([w["frame_time"] for _, w in items])
         frames = torch.stack([w["frames"] for _, w in items])
         b = len(items)

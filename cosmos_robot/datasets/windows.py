@@ -96,6 +96,7 @@ class TimeAlignedWindows(Dataset):
     env_states          (T, E) float32      only when the source has them
     episode_index       () int64
     start_step          () int64            source step of the first frame
+    task                str                 the episode's task string
     ==================  ==================  ============================================
     """
 
@@ -173,6 +174,8 @@ class TimeAlignedWindows(Dataset):
             "episode_index": torch.tensor(episode),
             "start_step": torch.tensor(start),
         }
+        if "task_index" in data:
+            out["task"] = self.episodes.tasks[int(np.asarray(data["task_index"][first + start]))]
         last_rows = first + np.minimum(action_steps + self.action_stride - 1, length - 1)
         if REWARD in block:
             reward = _masked_sum(rows(REWARD, span_rows).reshape(*span.shape).astype(np.float32), span_valid)

@@ -49,7 +49,7 @@ class ModelConfig:
     action_width: int = 32
     state_width: int = 16
     num_domains: int = 8
-    max_text_len: int = 48
+    max_text_len: int = 64
     action_loss_weight: float = 10.0
 
     def __post_init__(self) -> None:

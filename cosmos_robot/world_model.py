@@ -1,0 +1,344 @@
+"""``WorldActionModel``: the model behind one facade, numpy in and out, raw units in and out.
+
+Normalisation happens here, from the statistics saved with the checkpoint: users pass raw actions
+and states and get raw ones back (feeding normalised values by hand was a real Cosmos 3 bug).
+Every call accepts one sample or a batch (a leading batch axis) and validates its inputs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from cosmos_robot.actions import pad_to_shared
+from cosmos_robot.checkpoint import Checkpoint, EmbodimentEntry, load_checkpoint, save_checkpoint
+from cosmos_robot.model.network import GeneratorInputs, ReasonerInputs
+from cosmos_robot.model.plan import Mode, make_plan
+from cosmos_robot.model.sampler import sample_plan
+from cosmos_robot.model.tokenizers import ByteTokenizer
+
+
+def default_checkpoint_path() -> Path:
+    """Folder of the default model shipped inside the package."""
+    return Path(str(resources.files("cosmos_robot") / "assets" / "default"))
+
+
+@dataclass
+class Prediction:
+    """Forward dynamics: H predicted steps (raw units)."""
+
+    frames: np.ndarray  # (B, H, height, width, 3) uint8
+    states: np.ndarray  # (B, H, state_dim) float32
+    rewards: np.ndarray  # (B, H) float32
+    success: np.ndarray  # (B, H) float32, probability
+
+
+@dataclass
+class ActionChunk:
+    """Policy output: the actions to execute and the frames they should produce."""
+
+    actions: np.ndarray  # (B, F, action_dim) float32, raw units
+    frames: np.ndarray  # (B, F, height, width, 3) uint8
+
+
+class WorldActionModel:
+    """Forward dynamics, inverse dynamics and policy of one trained checkpoint.
+
+    Args:
+        checkpoint: a loaded :class:`Checkpoint`.
+        device: torch device to run on.
+    """
+
+    def __init__(self, checkpoint: Checkpoint, device: str | torch.device = "cpu") -> None:
+        self.checkpoint = checkpoint
+        self.device = torch.device(device)
+        self.network = checkpoint.network.float().to(self.device).eval()
+        self.autoencoder = checkpoint.autoencoder.float().to(self.device).eval()
+        self.config = self.network.config
+        self.num_frames = int(checkpoint.window["num_frames"])
+        self.context_frames = int(checkpoint.window["context_frames"])
+        self.fps = float(checkpoint.window["fps"])
+        self.tokenizer = ByteTokenizer()
+
+    # -- loading and saving -----------------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike = "default", device: str = "cpu",
+                        backend: str = "native") -> WorldActionModel:
+        """Load a checkpoint folder, or ``"default"`` for the model shipped with the package."""
+        if backend != "native":
+            raise ValueError(f"backend={backend!r} is not available in this version; expected 'native'")
+        folder = default_checkpoint_path() if str(path) == "default" else Path(path)
+        if str(path) == "default" and not (folder / "config.json").is_file():
+            raise FileNotFoundError(f"the default model is not installed at {folder}; train it with "
+                                    "`cosmos-robot train --recipe default --out ckpt --export <that folder>`")
+        return cls(load_checkpoint(folder), device=device)
+
+    def save_pretrained(self, path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> Path:
+        """Write the model as a checkpoint folder (atomically)."""
+        return save_checkpoint(self.checkpoint, path, dtype=dtype)
+
+    @property
+    def embodiments(self) -> list[str]:
+        """Embodiments this model was trained on."""
+        return sorted(self.checkpoint.embodiments)
+
+    @property
+    def future_frames(self) -> int:
+        """Frames generated per model call (window minus observed frames)."""
+        return self.num_frames - self.context_frames
+
+    # -- validation -------------------------------------------------------------------------------------
+    def _entry(self, embodiment: str) -> EmbodimentEntry:
+        if embodiment not in self.checkpoint.embodiments:
+            raise ValueError(f"embodiment={embodiment!r} is not known to this model; expected one of {self.embodiments}")
+        return self.checkpoint.embodiments[embodiment]
+
+    def _frames(self, frames: np.ndarray, name: str, per_sample_ndim: int) -> np.ndarray:
+        frames = np.asarray(frames)
+        size = self.config.image_size
+        if frames.dtype != np.uint8:
+            raise ValueError(f"{name} has dtype {frames.dtype}; expected uint8 images")
+        if frames.ndim == per_sample_ndim:
+            frames = frames[None]
+        if frames.ndim != per_sample_ndim + 1 or frames.shape[-3:] != (size, size, 3):
+            raise ValueError(f"{name} has shape {frames.shape}; expected (..., {size}, {size}, 3) "
+                             f"with {per_sample_ndim - 3} time axis(es) and an optional batch axis")
+        return frames
+
+    def _vectors(self, values: np.ndarray | None, name: str, width: int, batch: int, steps: int | None) -> np.ndarray:
+        values = np.asarray(values, dtype=np.float64)
+        expected_ndim = 1 if steps is None else 2
+        if values.ndim == expected_ndim:
+            values = np.broadcast_to(values[None], (batch, *values.shape))
+        shape = (batch, width) if steps is None else (batch, steps, width)
+        if values.shape != shape:
+            raise ValueError(f"{name} has shape {values.shape}; expected {shape[1:]} or {shape}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{name} contains NaN or inf; expected finite values")
+        return values
+
+    def _check_steps(self, steps: int) -> None:
+        if not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"steps={steps!r}; expected a positive integer number of denoising steps")
+
+    # -- building model inputs ----------------------------------------------------------------------------
+    def _reasoner(self, entry: EmbodimentEntry, observed: np.ndarray, state: np.ndarray | None,
+                  instruction: str | None, start_time: np.ndarray) -> ReasonerInputs:
+        b, tc = observed.shape[:2]
+        c = self.config
+        state_norm = np.zeros((b, c.state_width), np.float32)
+        if state is not None:
+            state_norm = pad_to_shared(entry.state_norm.normalize(state), c.state_width, entry.embodiment.name)[0]
+        ids, valid = self.tokenizer.encode([entry.task if instruction is None else instruction] * b, c.max_text_len)
+        times = torch.as_tensor(start_time[:, None] + np.arange(tc)[None] / self.fps, dtype=torch.float32)
+        inputs = ReasonerInputs(
+            domain=torch.full((b,), entry.embodiment.domain_id, dtype=torch.long),
+            text_ids=ids,
+            text_valid=valid,
+            state=torch.from_numpy(state_norm),
+            observed_frames=torch.from_numpy(np.ascontiguousarray(observed)),
+            observed_time=times,
+        )
+        return ReasonerInputs(**{k: v.to(self.device) for k, v in vars(inputs).items()})
+
+    def _template(self, entry: EmbodimentEntry, b: int, frame_tokens: torch.Tensor, actions_norm: np.ndarray,
+                  states_norm: np.ndarray, start_time: np.ndarray) -> GeneratorInputs:
+        c = self.config
+        t, k = self.num_frames, self.num_frames - 1
+        frame_time = torch.as_tensor(start_time[:, None] + np.arange(t)[None] / self.fps, dtype=torch.float32)
+        action_time = frame_time[:, 1:]
+        actions = pad_to_shared(actions_norm, c.action_width, entry.embodiment.name)[0]
+        states = pad_to_shared(states_norm, c.state_width, entry.embodiment.name)[0]
+        inputs = GeneratorInputs(
+            domain=torch.full((b,), entry.embodiment.domain_id, dtype=torch.long),
+            frames=frame_tokens, frame_t=torch.zeros(b, t), frame_time=frame_time,
+            actions=torch.from_numpy(actions), action_t=torch.zeros(b, k), action_time=action_time,
+            action_channels=(torch.arange(c.action_width) < entry.embodiment.action_dim).expand(b, -1),
+            states=torch.from_numpy(states), state_t=torch.zeros(b, t),
+            state_channels=(torch.arange(c.state_width) < entry.embodiment.state_dim).expand(b, -1),
+        )
+        return inputs.replace(**{k2: v.to(self.device) for k2, v in vars(inputs).items()})
+
+    def _encode(self, frames_bthwc: np.ndarray) -> torch.Tensor:
+        b, t = frames_bthwc.shape[:2]
+        flat = torch.from_numpy(np.ascontiguousarray(frames_bthwc.reshape(b * t, *frames_bthwc.shape[2:])))
+        return self.autoencoder.frames_to_tokens(flat.to(self.device)).view(b, t, self.config.tokens_per_frame, -1)
+
+    def _decode(self, tokens: torch.Tensor) -> np.ndarray:
+        b, t = tokens.shape[:2]
+        frames = self.autoencoder.tokens_to_frames(tokens.flatten(0, 1), self.config.latent_grid)
+        return frames.view(b, t, *frames.shape[1:]).cpu().numpy()
+
+    # -- the three calls ----------------------------------------------------------------------------------
+    @torch.no_grad()
+    def forward_dynamics(self, frames: np.ndarray, actions: np.ndarray, embodiment: str,
+                         states: np.ndarray | None = None, steps: int = 10, seed: int = 0) -> Prediction:
+        """Predict the frames (and states, rewards, success) that ``actions`` produce from the observed ``frames``.
+
+        Args:
+            frames: (Tc, H, W, 3) or (B, Tc, H, W, 3) uint8 observed frames; the last ``context_frames`` are used.
+            actions: (Hz, A) or (B, Hz, A) raw actions, one per future control step (any horizon Hz).
+            embodiment: a name from :attr:`embodiments`.
+            states: (S,) or (B, S) raw state at the last observed frame, or None (unknown).
+            steps: Euler steps per model call.
+            seed: seeds the sampling noise.
+        """
+        self._check_steps(steps)
+        entry = self._entry(embodiment)
+        frames = self._frames(frames, "frames", 4)
+        b = frames.shape[0]
+        if frames.shape[1] < self.context_frames:
+            raise ValueError(f"frames has {frames.shape[1]} frames; expected at least {self.context_frames}")
+        actions = np.asarray(actions)
+        horizon = actions.shape[-2] if actions.ndim >= 2 else 0
+        if horizon < 1:
+            raise ValueError(f"actions has shape {actions.shape}; expected (horizon >= 1, {entry.embodiment.action_dim})")
+        actions = self._vectors(actions, "actions", entry.embodiment.action_dim, b, horizon)
+        state = None if states is None else self._vectors(states, "states", entry.embodiment.state_dim, b, None)
+        generator = torch.Generator().manual_seed(seed)
+        context = frames[:, -self.context_frames:]
+        context_tokens = self._encode(context)
+        f = self.future_frames
+        state_now = state
+        out_frames, out_states, out_rewards, out_success = [], [], [], []
+        for start in range(0, horizon, f):
+            chunk = actions[:, start:start + f]
+            n = chunk.shape[1]
+            chunk = np.concatenate([chunk, np.repeat(chunk[:, -1:], f - n, 1)], 1) if n < f else chunk
+            tokens = torch.zeros(b, self.num_frames, self.config.tokens_per_frame, context_tokens.shape[-1],
+                                 device=self.device)
+            tokens[:, : self.context_frames] = context_tokens
+            states_norm = np.zeros((b, self.num_frames, entry.embodiment.state_dim), np.float32)
+            if state_now is not None:
+                states_norm[:, self.context_frames - 1] = entry.state_norm.normalize(state_now)
+            actions_norm = np.concatenate(
+                [np.zeros((b, self.context_frames - 1, entry.embodiment.action_dim)), entry.action_norm.normalize(chunk)],
+                1).astype(np.float32)
+            start_time = np.full(b, start / self.fps)
+            reasoner = self._reasoner(entry, np.asarray(frames[:, -self.context_frames:]) if start == 0 else
+                                      self._decode(context_tokens), state_now, None, start_time)
+            template = self._template(entry, b, tokens, actions_norm, states_norm, start_time)
+            plan = make_plan(Mode.FORWARD_DYNAMICS, self.num_frames, self.num_frames - 1, self.context_frames)
+            sample = sample_plan(self.network, reasoner, template, plan, steps=steps, generator=generator)
+            gen = sample.generator
+            future_tokens = gen.frames[:, self.context_frames:][:, :n]
+            out_frames.append(self._decode(future_tokens))
+            pred_states = entry.state_norm.denormalize(gen.states[:, self.context_frames:, :entry.embodiment.state_dim]
+                                                       .cpu().numpy())[:, :n]
+            out_states.append(pred_states)
+            heads = sample.heads
+            out_rewards.append(heads.reward[:, self.context_frames - 1:][:, :n].cpu().numpy())
+            out_success.append(torch.sigmoid(heads.success_logit[:, self.context_frames - 1:][:, :n]).cpu().numpy())
+            context_tokens = gen.frames[:, -self.context_frames:]
+            state_now = pred_states[:, -1] if n == f else None
+        return Prediction(np.concatenate(out_frames, 1), np.concatenate(out_states, 1).astype(np.float32),
+                          np.concatenate(out_rewards, 1).astype(np.float32),
+                          np.concatenate(out_success, 1).astype(np.float32))
+
+    @torch.no_grad()
+    def inverse_dynamics(self, frames: np.ndarray, embodiment: str, fps: float | None = None, steps: int = 10,
+                         seed: int = 0, return_spread: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """Actions (raw units) between consecutive frames of a video.
+
+        Windows of ``num_frames`` frames slide one frame at a time; the predictions of every window that
+        covers a step are averaged (temporal ensemble), and with ``return_spread`` their standard
+        deviation comes back as a per-step confidence.
+
+        Args:
+            frames: (N, H, W, 3) or (B, N, H, W, 3) uint8, N >= 2.
+            embodiment: a name from :attr:`embodiments`.
+            fps: frame rate of the video; must equal the model's (no resampling here).
+            steps: Euler steps.
+            seed: seeds the sampling noise.
+            return_spread: also return the (B, N-1, A) spread across windows.
+        """
+        self._check_steps(steps)
+        entry = self._entry(embodiment)
+        if fps is not None and abs(float(fps) - self.fps) > 1e-6:
+            raise ValueError(f"fps={fps}; this model expects {self.fps:g} fps video (resample it first)")
+        frames = self._frames(frames, "frames", 4)
+        b, n = frames.shape[:2]
+        if n < 2:
+            raise ValueError(f"frames has {n} frame(s); expected at least 2 to infer an action")
+        t = self.num_frames
+        padded = np.concatenate([frames, np.repeat(frames[:, -1:], max(0, t - n), 1)], 1)
+        starts = list(range(0, max(1, padded.shape[1] - t + 1)))
+        windows = np.stack([padded[:, s:s + t] for s in starts], 1).reshape(b * len(starts), t, *frames.shape[2:])
+        bw = windows.shape[0]
+        tokens = self._encode(windows)
+        zeros_a = np.zeros((bw, t - 1, entry.embodiment.action_dim), np.float32)
+        zeros_s = np.zeros((bw, t, entry.embodiment.state_dim), np.float32)
+        start_time = np.repeat(np.asarray(starts, dtype=np.float64)[None] / self.fps, b, 0).reshape(-1)
+        reasoner = self._reasoner(entry, windows[:, : self.context_frames], None, None, start_time)
+        template = self._template(entry, bw, tokens, zeros_a, zeros_s, start_time)
+        plan = make_plan(Mode.INVERSE_DYNAMICS, t, t - 1, self.context_frames)
+        sample = sample_plan(self.network, reasoner, template, plan, steps=steps,
+                             generator=torch.Generator().manual_seed(seed))
+        pred = sample.generator.actions[..., : entry.embodiment.action_dim].cpu().numpy()  # (bw, t-1, A)
+        pred = entry.action_norm.denormalize(pred).reshape(b, len(starts), t - 1, -1)
+        total = np.zeros((b, n - 1, pred.shape[-1]))
+        total_sq = np.zeros_like(total)
+        count = np.zeros((1, n - 1, 1))
+        for w, s in enumerate(starts):
+            m = min(t - 1, n - 1 - s)
+            total[:, s:s + m] += pred[:, w, :m]
+            total_sq[:, s:s + m] += pred[:, w, :m] ** 2
+            count[:, s:s + m] += 1
+        mean = (total / count).astype(np.float32)
+        if not return_spread:
+            return mean
+        spread = np.sqrt(np.maximum(total_sq / count - mean.astype(np.float64) ** 2, 0.0)).astype(np.float32)
+        return mean, spread
+
+    @torch.no_grad()
+    def policy(self, frame: np.ndarray, embodiment: str, instruction: str | None = None,
+               state: np.ndarray | None = None, history: np.ndarray | None = None, steps: int = 10,
+               seed: int = 0) -> ActionChunk:
+        """An action chunk and the frames it should produce, from the current observation.
+
+        Args:
+            frame: (H, W, 3) or (B, H, W, 3) uint8 current frame.
+            embodiment: a name from :attr:`embodiments`.
+            instruction: task text; None uses the task the embodiment was trained on.
+            state: (S,) or (B, S) raw current state, or None.
+            history: (context_frames - 1, H, W, 3) or batched earlier frames, for models that observe more
+                than one frame; must be None for single-frame models.
+            steps: Euler steps.
+            seed: seeds the sampling noise.
+        """
+        self._check_steps(steps)
+        entry = self._entry(embodiment)
+        frame = self._frames(frame, "frame", 3)
+        b = frame.shape[0]
+        if history is None:
+            if self.context_frames > 1:
+                raise ValueError(f"history=None; this model observes {self.context_frames} frames, "
+                                 f"expected {self.context_frames - 1} earlier frames")
+            observed = frame[:, None]
+        else:
+            history = self._frames(history, "history", 4)
+            if history.shape[1] != self.context_frames - 1:
+                raise ValueError(f"history has {history.shape[1]} frames; expected {self.context_frames - 1}")
+            observed = np.concatenate([np.broadcast_to(history, (b, *history.shape[1:])), frame[:, None]], 1)
+        state = None if state is None else self._vectors(state, "state", entry.embodiment.state_dim, b, None)
+        t = self.num_frames
+        tokens = torch.zeros(b, t, self.config.tokens_per_frame, self.config.frame_token_dim, device=self.device)
+        tokens[:, : self.context_frames] = self._encode(observed)
+        states_norm = np.zeros((b, t, entry.embodiment.state_dim), np.float32)
+        if state is not None:
+            states_norm[:, self.context_frames - 1] = entry.state_norm.normalize(state)
+        zeros_a = np.zeros((b, t - 1, entry.embodiment.action_dim), np.float32)
+        start_time = np.zeros(b)
+        reasoner = self._reasoner(entry, observed, state, instruction, start_time)
+        template = self._template(entry, b, tokens, zeros_a, states_norm, start_time)
+        plan = make_plan(Mode.POLICY, t, t - 1, self.context_frames)
+        sample = sample_plan(self.network, reasoner, template, plan, steps=steps,
+                             generator=torch.Generator().manual_seed(seed))
+        gen = sample.generator
+        actions = gen.actions[:, self.context_frames - 1:, : entry.embodiment.action_dim].cpu().numpy()
+        return ActionChunk(entry.action_norm.denormalize(actions), self._decode(gen.frames[:, self.context_frames:]))
