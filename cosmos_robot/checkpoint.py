@@ -1,11 +1,11 @@
 """Checkpoints: a folder of JSON and safetensors, written atomically, validated on load. No pickle.
 
-    checkpoint/
-      config.json               format, model config, autoencoder config, window, embodiments + tasks, dtype
-      stats.json                per embodiment: action and state quantile statistics
-      model.safetensors         network weights (the EMA weights when trained)
-      autoencoder.safetensors   frozen frame autoencoder
-      training/                 only for resuming: trainer.json + state.safetensors (raw weights, optimizer, rng)
+checkpoint/
+  config.json               format, model config, autoencoder config, window, embodiments + tasks, dtype
+  stats.json                per embodiment: action and state quantile statistics
+  model.safetensors         network weights (the EMA weights when trained)
+  autoencoder.safetensors   frozen frame autoencoder
+  training/                 only for resuming: trainer.json + state.safetensors (raw weights, optimizer, rng)
 """
 
 from __future__ import annotations
@@ -50,13 +50,20 @@ class Checkpoint:
     autoencoder: FrameAutoencoder
     embodiments: dict[str, EmbodimentEntry]
     window: dict[str, Any]
-    autoencoder_config: dict[str, int] = field(default_factory=lambda: {"latent_channels": 8, "patch_merge": 2,
-                                                                         "width": 32})
+    autoencoder_config: dict[str, int] = field(
+        default_factory=lambda: {"latent_channels": 8, "patch_merge": 2, "width": 32}
+    )
     training: dict[str, Any] | None = None  # trainer.json + tensors, when saved for resuming
 
 
-def save_checkpoint(checkpoint: Checkpoint, path: str | os.PathLike, *, dtype: torch.dtype = torch.float32,
-                    training_tensors: dict[str, torch.Tensor] | None = None, overwrite: bool = True) -> Path:
+def save_checkpoint(
+    checkpoint: Checkpoint,
+    path: str | os.PathLike,
+    *,
+    dtype: torch.dtype = torch.float32,
+    training_tensors: dict[str, torch.Tensor] | None = None,
+    overwrite: bool = True,
+) -> Path:
     """Write ``checkpoint`` at ``path`` atomically; weights cast to ``dtype`` (float16 halves a shipped model)."""
     config = {
         "format": FORMAT,
@@ -64,12 +71,15 @@ def save_checkpoint(checkpoint: Checkpoint, path: str | os.PathLike, *, dtype: t
         "model": checkpoint.network.config.to_dict(),
         "autoencoder": checkpoint.autoencoder_config,
         "window": checkpoint.window,
-        "embodiments": {n: {"embodiment": e.embodiment.to_dict(), "task": e.task}
-                        for n, e in checkpoint.embodiments.items()},
+        "embodiments": {
+            n: {"embodiment": e.embodiment.to_dict(), "task": e.task} for n, e in checkpoint.embodiments.items()
+        },
         "dtype": str(dtype).removeprefix("torch."),
     }
-    stats = {n: {"action": e.action_norm.to_dict(), "state": e.state_norm.to_dict()}
-             for n, e in checkpoint.embodiments.items()}
+    stats = {
+        n: {"action": e.action_norm.to_dict(), "state": e.state_norm.to_dict()}
+        for n, e in checkpoint.embodiments.items()
+    }
     with atomic_directory(path, overwrite=overwrite) as work:
         work.mkdir()
         (work / "config.json").write_text(json.dumps(config, indent=2))
@@ -79,8 +89,10 @@ def save_checkpoint(checkpoint: Checkpoint, path: str | os.PathLike, *, dtype: t
         if checkpoint.training is not None:
             (work / "training").mkdir()
             (work / "training" / "trainer.json").write_text(json.dumps(checkpoint.training, indent=2))
-            save_file({k: v.contiguous() for k, v in (training_tensors or {}).items()},
-                      str(work / "training" / "state.safetensors"))
+            save_file(
+                {k: v.contiguous() for k, v in (training_tensors or {}).items()},
+                str(work / "training" / "state.safetensors"),
+            )
     return Path(path)
 
 
@@ -102,12 +114,15 @@ def load_state(module: torch.nn.Module, state: dict[str, torch.Tensor], source: 
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
     if missing or unexpected:
-        raise ValueError(f"{source}: missing tensors {missing[:3]} / unexpected tensors {unexpected[:3]}; "
-                         "expected the weights of this model config")
+        raise ValueError(
+            f"{source}: missing tensors {missing[:3]} / unexpected tensors {unexpected[:3]}; "
+            "expected the weights of this model config"
+        )
     for key, tensor in state.items():
         if tuple(tensor.shape) != tuple(expected[key].shape):
-            raise ValueError(f"{source}: tensor {key!r} has shape {tuple(tensor.shape)}; "
-                             f"expected {tuple(expected[key].shape)}")
+            raise ValueError(
+                f"{source}: tensor {key!r} has shape {tuple(tensor.shape)}; expected {tuple(expected[key].shape)}"
+            )
     module.load_state_dict({k: v.to(expected[k].dtype) for k, v in state.items()})
 
 
@@ -128,8 +143,10 @@ def load_checkpoint(path: str | os.PathLike, *, with_training: bool = False) -> 
     if unknown:
         raise ValueError(f"{path / 'config.json'}: unknown keys {unknown}; expected {sorted(CONFIG_KEYS)}")
     if config.get("format") != FORMAT or config.get("version") != VERSION:
-        raise ValueError(f"{path / 'config.json'}: format {config.get('format')!r} version {config.get('version')!r}; "
-                         f"expected {FORMAT!r} version {VERSION}")
+        raise ValueError(
+            f"{path / 'config.json'}: format {config.get('format')!r} version {config.get('version')!r}; "
+            f"expected {FORMAT!r} version {VERSION}"
+        )
     network = WorldActionNetwork(ModelConfig.from_dict(config["model"]))
     load_state(network, read_safetensors(path / "model.safetensors"), path / "model.safetensors")
     network.eval()

@@ -116,18 +116,54 @@ def _run_train(args: argparse.Namespace) -> None:
         recipe = get_recipe(args.recipe)
         settings.update(recipe.train)
         datasets = prepare_data(recipe, args.data_dir) + datasets
-    overrides = {"preset": args.preset, "steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
-                 "seed": args.seed, "threads": args.threads}
+    overrides = {
+        "preset": args.preset,
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "lr": args.lr,
+        "seed": args.seed,
+        "threads": args.threads,
+    }
     settings.update({k: v for k, v in overrides.items() if v is not None})
     trainer = Trainer(TrainConfig(datasets=datasets, out=args.out, **settings), resume=args.resume)
     out = trainer.run()
     if trainer.rank == 0:
         last = trainer.history[-1]
-        print(f"trained {trainer.step} steps in {trainer.elapsed / 60:.1f} min (autoencoder PSNR "
-              f"{trainer.ae_psnr:.1f} dB); last loss {last['loss']:.3f}; checkpoint at {out}")
+        print(
+            f"trained {trainer.step} steps in {trainer.elapsed / 60:.1f} min (autoencoder PSNR "
+            f"{trainer.ae_psnr:.1f} dB); last loss {last['loss']:.3f}; checkpoint at {out}"
+        )
         if args.export:
             export_inference(out, args.export)
             print(f"exported the float16 inference model to {args.export}")
+
+
+def _add_eval(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="evaluate a model")
+    kinds = p.add_subparsers(dest="kind", required=True, parser_class=_OneLineParser)
+    off = kinds.add_parser("offline", help="held-out FD / ID / policy metrics on a recorded dataset")
+    off.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
+    off.add_argument("--dataset", required=True, help="LeRobot dataset or zarr store (held-out episodes)")
+    off.add_argument("--episodes", type=int, help="evaluate the first N episodes (default: all)")
+    off.add_argument("--steps", type=int, default=10, help="Euler steps per model call")
+    off.add_argument("--json", required=True, help="write the metrics here")
+    off.set_defaults(run=_run_eval_offline)
+
+
+def _run_eval_offline(args: argparse.Namespace) -> None:
+    from cosmos_robot.eval.offline import evaluate_offline
+    from cosmos_robot.world_model import WorldActionModel
+
+    model = WorldActionModel.from_pretrained(args.checkpoint)
+    metrics = evaluate_offline(model, args.dataset, episodes=args.episodes, steps=args.steps)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(metrics, indent=2))
+    fd = ", ".join(f"{p:.1f}/{c:.1f}" for p, c in zip(metrics["fd_psnr"], metrics["fd_psnr_copy_last"], strict=True))
+    print(
+        f"{metrics['embodiment']}: FD PSNR model/copy-last per horizon {fd}; ID R2 {metrics['id_r2']:.3f} "
+        f"MSE {metrics['id_mse']:.4f}; policy MSE {metrics['policy_action_mse']:.4f} vs mean-action "
+        f"{metrics['policy_action_mse_mean_baseline']:.4f}; written to {args.json}"
+    )
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
@@ -151,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``cosmos-robot`` argument parser."""
     parser = _OneLineParser(prog="cosmos-robot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
-    for add in (_add_collect, _add_convert, _add_train, _add_demo):
+    for add in (_add_collect, _add_convert, _add_train, _add_eval, _add_demo):
         add(sub)
     return parser
 

@@ -58,15 +58,35 @@ RECIPES: dict[str, Recipe] = {
     "default": Recipe(
         datasets=_push_block("point", "cosmos_robot/PushBlockPoint-v0", 0)
         + _push_block("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000),
-        train={"preset": "small", "steps": 5000, "batch_size": 16, "lr": 5e-4, "warmup": 200, "ae_steps": 4000,
-               "ae_batch": 32, "num_frames": 5, "context_frames": 1, "val_every": 500, "checkpoint_every": 250},
+        train={
+            "preset": "small",
+            "steps": 5000,
+            "batch_size": 16,
+            "lr": 5e-4,
+            "warmup": 200,
+            "ae_steps": 4000,
+            "ae_batch": 32,
+            "num_frames": 5,
+            "context_frames": 1,
+            "val_every": 500,
+            "checkpoint_every": 250,
+        },
     ),
     # Seconds on CPU: what the tests run.
     "smoke": Recipe(
-        datasets=(DatasetSpec("point", "cosmos_robot/PushBlockPoint-v0", 4, 0.3, 0),
-                  DatasetSpec("arm2", "cosmos_robot/PushBlockArm2-v0", 4, 0.3, 50_000)),
-        train={"preset": "tiny", "steps": 10, "batch_size": 4, "ae_steps": 10, "ae_batch": 8, "val_every": 5,
-               "checkpoint_every": 5},
+        datasets=(
+            DatasetSpec("point", "cosmos_robot/PushBlockPoint-v0", 4, 0.3, 0),
+            DatasetSpec("arm2", "cosmos_robot/PushBlockArm2-v0", 4, 0.3, 50_000),
+        ),
+        train={
+            "preset": "tiny",
+            "steps": 10,
+            "batch_size": 4,
+            "ae_steps": 10,
+            "ae_batch": 8,
+            "val_every": 5,
+            "checkpoint_every": 5,
+        },
     ),
 }
 
@@ -85,7 +105,16 @@ def prepare_data(recipe: Recipe, data_dir: str | Path, progress: bool = True) ->
     for spec in recipe.datasets:
         path = data_dir / spec.name
         if not (path / "meta" / "info.json").is_file():
-            collect(spec.env_id, spec.episodes, path, noise=spec.noise, seed=spec.seed, video=False,
-                    overwrite=path.exists(), progress=progress, task=spec.task)
+            collect(
+                spec.env_id,
+                spec.episodes,
+                path,
+                noise=spec.noise,
+                seed=spec.seed,
+                video=False,
+                overwrite=path.exists(),
+                progress=progress,
+                task=spec.task,
+            )
         paths.append(str(path))
     return paths

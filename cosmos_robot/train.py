@@ -89,7 +89,9 @@ class TrainConfig:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer")
         if len(self.mode_mix) != 3 or min(self.mode_mix) < 0 or abs(sum(self.mode_mix) - 1.0) > 1e-6:
-            raise ValueError(f"mode_mix={self.mode_mix}; expected three non-negative numbers summing to 1 (FD, ID, policy)")
+            raise ValueError(
+                f"mode_mix={self.mode_mix}; expected three non-negative numbers summing to 1 (FD, ID, policy)"
+            )
         if not 1 <= self.context_frames < self.num_frames:
             raise ValueError(f"context_frames={self.context_frames}; expected 1..num_frames-1 ({self.num_frames - 1})")
 
@@ -116,15 +118,25 @@ def _distributed() -> tuple[int, int]:
 
 def _drop_instructions(reasoner: ReasonerInputs, drop: torch.Tensor) -> ReasonerInputs:
     keep = ~drop[:, None]
-    return ReasonerInputs(reasoner.domain, reasoner.text_ids * keep, reasoner.text_valid & keep, reasoner.state,
-                          reasoner.observed_frames, reasoner.observed_time)
+    return ReasonerInputs(
+        reasoner.domain,
+        reasoner.text_ids * keep,
+        reasoner.text_valid & keep,
+        reasoner.state,
+        reasoner.observed_frames,
+        reasoner.observed_time,
+    )
 
 
 def _select(batch: Batch, part: slice) -> Batch:
     r = batch.reasoner
     return Batch(
-        ReasonerInputs(*(getattr(r, f)[part] for f in ("domain", "text_ids", "text_valid", "state",
-                                                           "observed_frames", "observed_time"))),
+        ReasonerInputs(
+            *(
+                getattr(r, f)[part]
+                for f in ("domain", "text_ids", "text_valid", "state", "observed_frames", "observed_time")
+            )
+        ),
         batch.clean.replace(**{k: v[part] for k, v in vars(batch.clean).items()}),
         batch.rewards[part],
         batch.successes[part],
@@ -141,8 +153,11 @@ class Trainer:
         if config.batch_size % self.world:
             raise ValueError(f"batch_size={config.batch_size} is not divisible by the {self.world} processes")
         torch.set_num_threads(config.threads)
-        self.device = torch.device("cuda", self.rank % torch.cuda.device_count()) if torch.cuda.is_available() \
+        self.device = (
+            torch.device("cuda", self.rank % torch.cuda.device_count())
+            if torch.cuda.is_available()
             else torch.device("cpu")
+        )
         model_config = config.model_config()
         self.data = TrainingSet(config.datasets, model_config, config.num_frames, seed=config.seed)
         previous = load_checkpoint(config.out, with_training=True) if resume else None
@@ -154,8 +169,14 @@ class Trainer:
             self.ae_psnr = previous.training["ae_psnr"]
         else:
             frames = self.data.frames()
-            train_autoencoder(self.autoencoder, frames, steps=config.ae_steps, batch_size=config.ae_batch,
-                              seed=config.seed, progress=progress and self.rank == 0)
+            train_autoencoder(
+                self.autoencoder,
+                frames,
+                steps=config.ae_steps,
+                batch_size=config.ae_batch,
+                seed=config.seed,
+                progress=progress and self.rank == 0,
+            )
             self.ae_psnr = reconstruction_psnr(self.autoencoder, frames[:2048])
         self.autoencoder.requires_grad_(False).eval()
         self.data.prepare(self.autoencoder)
@@ -169,7 +190,13 @@ class Trainer:
         self.history: list[dict[str, float]] = []
         if previous is not None:
             self._restore(previous)
-        self.model = (torch.nn.parallel.DistributedDataParallel(self.network) if self.world > 1 else self.network)
+        # The last block's reasoner output feeds nothing (the generator reads only its keys and values),
+        # so those weights get no gradient: DDP must be told to expect unused parameters.
+        self.model = (
+            torch.nn.parallel.DistributedDataParallel(self.network, find_unused_parameters=True)
+            if self.world > 1
+            else self.network
+        )
 
     # -- checkpoint state -----------------------------------------------------------------------------
     def _restore(self, previous: Checkpoint) -> None:
@@ -191,12 +218,16 @@ class Trainer:
 
     def checkpoint(self) -> Checkpoint:
         """The current EMA model as a checkpoint (with the state needed to resume)."""
-        entries = {name: EmbodimentEntry(d.embodiment, d.action_norm, d.state_norm, self.data.tasks[name])
-                   for name, d in self.data.data.items()}
-        window = {"num_frames": self.config.num_frames, "context_frames": self.config.context_frames,
-                  "fps": next(iter(self.data.data.values())).train.episodes.fps}
-        training = {"step": self.step, "history": self.history, "ae_psnr": self.ae_psnr,
-                    "config": asdict(self.config)}
+        entries = {
+            name: EmbodimentEntry(d.embodiment, d.action_norm, d.state_norm, self.data.tasks[name])
+            for name, d in self.data.data.items()
+        }
+        window = {
+            "num_frames": self.config.num_frames,
+            "context_frames": self.config.context_frames,
+            "fps": next(iter(self.data.data.values())).train.episodes.fps,
+        }
+        training = {"step": self.step, "history": self.history, "ae_psnr": self.ae_psnr, "config": asdict(self.config)}
         return Checkpoint(self.ema, self.autoencoder, entries, window, training=training)
 
     def _training_tensors(self) -> dict[str, torch.Tensor]:
@@ -217,8 +248,9 @@ class Trainer:
         c = self.config
         picks = self.data.draw(c.batch_size, self.generator)
         batch = self.data.collate(picks, context_frames=c.context_frames)
-        mode_index = torch.multinomial(torch.tensor(c.mode_mix), c.batch_size, replacement=True,
-                                       generator=self.generator)
+        mode_index = torch.multinomial(
+            torch.tensor(c.mode_mix), c.batch_size, replacement=True, generator=self.generator
+        )
         modes = [MODES[int(i)] for i in mode_index]
         plan = BatchPlan.from_modes(modes, c.num_frames, batch.clean.actions.shape[1], c.context_frames)
         drop = torch.rand(c.batch_size, generator=self.generator) < c.instruction_dropout
@@ -239,8 +271,7 @@ class Trainer:
             group["lr"] = learning_rate(self.step, c)
         autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda")
         with autocast:
-            terms = training_loss(self.model, batch.reasoner, batch.clean, plan, noise, batch.rewards,
-                                  batch.successes)
+            terms = training_loss(self.model, batch.reasoner, batch.clean, plan, noise, batch.rewards, batch.successes)
         self.optimizer.zero_grad(set_to_none=True)
         terms.total.backward()
         torch.nn.utils.clip_grad_norm_(self.network.parameters(), c.grad_clip)
@@ -265,8 +296,9 @@ class Trainer:
         losses = []
         for _ in range(batches):
             batch = self.data.collate(self.data.draw(c.batch_size, g, "val"), "val", c.context_frames)
-            modes = [MODES[int(i)] for i in torch.multinomial(torch.tensor(c.mode_mix), c.batch_size, True,
-                                                              generator=g)]
+            modes = [
+                MODES[int(i)] for i in torch.multinomial(torch.tensor(c.mode_mix), c.batch_size, True, generator=g)
+            ]
             plan = BatchPlan.from_modes(modes, c.num_frames, batch.clean.actions.shape[1], c.context_frames)
             is_id = torch.tensor([m is Mode.INVERSE_DYNAMICS for m in modes])
             batch.reasoner.state = batch.reasoner.state * ~is_id[:, None]

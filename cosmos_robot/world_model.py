@@ -67,15 +67,18 @@ class WorldActionModel:
 
     # -- loading and saving -----------------------------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike = "default", device: str = "cpu",
-                        backend: str = "native") -> WorldActionModel:
+    def from_pretrained(
+        cls, path: str | os.PathLike = "default", device: str = "cpu", backend: str = "native"
+    ) -> WorldActionModel:
         """Load a checkpoint folder, or ``"default"`` for the model shipped with the package."""
         if backend != "native":
             raise ValueError(f"backend={backend!r} is not available in this version; expected 'native'")
         folder = default_checkpoint_path() if str(path) == "default" else Path(path)
         if str(path) == "default" and not (folder / "config.json").is_file():
-            raise FileNotFoundError(f"the default model is not installed at {folder}; train it with "
-                                    "`cosmos-robot train --recipe default --out ckpt --export <that folder>`")
+            raise FileNotFoundError(
+                f"the default model is not installed at {folder}; train it with "
+                "`cosmos-robot train --recipe default --out ckpt --export <that folder>`"
+            )
         return cls(load_checkpoint(folder), device=device)
 
     def save_pretrained(self, path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> Path:
@@ -95,7 +98,9 @@ class WorldActionModel:
     # -- validation -------------------------------------------------------------------------------------
     def _entry(self, embodiment: str) -> EmbodimentEntry:
         if embodiment not in self.checkpoint.embodiments:
-            raise ValueError(f"embodiment={embodiment!r} is not known to this model; expected one of {self.embodiments}")
+            raise ValueError(
+                f"embodiment={embodiment!r} is not known to this model; expected one of {self.embodiments}"
+            )
         return self.checkpoint.embodiments[embodiment]
 
     def _frames(self, frames: np.ndarray, name: str, per_sample_ndim: int) -> np.ndarray:
@@ -106,8 +111,10 @@ class WorldActionModel:
         if frames.ndim == per_sample_ndim:
             frames = frames[None]
         if frames.ndim != per_sample_ndim + 1 or frames.shape[-3:] != (size, size, 3):
-            raise ValueError(f"{name} has shape {frames.shape}; expected (..., {size}, {size}, 3) "
-                             f"with {per_sample_ndim - 3} time axis(es) and an optional batch axis")
+            raise ValueError(
+                f"{name} has shape {frames.shape}; expected (..., {size}, {size}, 3) "
+                f"with {per_sample_ndim - 3} time axis(es) and an optional batch axis"
+            )
         return frames
 
     def _vectors(self, values: np.ndarray | None, name: str, width: int, batch: int, steps: int | None) -> np.ndarray:
@@ -127,8 +134,14 @@ class WorldActionModel:
             raise ValueError(f"steps={steps!r}; expected a positive integer number of denoising steps")
 
     # -- building model inputs ----------------------------------------------------------------------------
-    def _reasoner(self, entry: EmbodimentEntry, observed: np.ndarray, state: np.ndarray | None,
-                  instruction: str | None, start_time: np.ndarray) -> ReasonerInputs:
+    def _reasoner(
+        self,
+        entry: EmbodimentEntry,
+        observed: np.ndarray,
+        state: np.ndarray | None,
+        instruction: str | None,
+        start_time: np.ndarray,
+    ) -> ReasonerInputs:
         b, tc = observed.shape[:2]
         c = self.config
         state_norm = np.zeros((b, c.state_width), np.float32)
@@ -146,8 +159,15 @@ class WorldActionModel:
         )
         return ReasonerInputs(**{k: v.to(self.device) for k, v in vars(inputs).items()})
 
-    def _template(self, entry: EmbodimentEntry, b: int, frame_tokens: torch.Tensor, actions_norm: np.ndarray,
-                  states_norm: np.ndarray, start_time: np.ndarray) -> GeneratorInputs:
+    def _template(
+        self,
+        entry: EmbodimentEntry,
+        b: int,
+        frame_tokens: torch.Tensor,
+        actions_norm: np.ndarray,
+        states_norm: np.ndarray,
+        start_time: np.ndarray,
+    ) -> GeneratorInputs:
         c = self.config
         t, k = self.num_frames, self.num_frames - 1
         frame_time = torch.as_tensor(start_time[:, None] + np.arange(t)[None] / self.fps, dtype=torch.float32)
@@ -156,10 +176,15 @@ class WorldActionModel:
         states = pad_to_shared(states_norm, c.state_width, entry.embodiment.name)[0]
         inputs = GeneratorInputs(
             domain=torch.full((b,), entry.embodiment.domain_id, dtype=torch.long),
-            frames=frame_tokens, frame_t=torch.zeros(b, t), frame_time=frame_time,
-            actions=torch.from_numpy(actions), action_t=torch.zeros(b, k), action_time=action_time,
+            frames=frame_tokens,
+            frame_t=torch.zeros(b, t),
+            frame_time=frame_time,
+            actions=torch.from_numpy(actions),
+            action_t=torch.zeros(b, k),
+            action_time=action_time,
             action_channels=(torch.arange(c.action_width) < entry.embodiment.action_dim).expand(b, -1),
-            states=torch.from_numpy(states), state_t=torch.zeros(b, t),
+            states=torch.from_numpy(states),
+            state_t=torch.zeros(b, t),
             state_channels=(torch.arange(c.state_width) < entry.embodiment.state_dim).expand(b, -1),
         )
         return inputs.replace(**{k2: v.to(self.device) for k2, v in vars(inputs).items()})
@@ -176,8 +201,15 @@ class WorldActionModel:
 
     # -- the three calls ----------------------------------------------------------------------------------
     @torch.no_grad()
-    def forward_dynamics(self, frames: np.ndarray, actions: np.ndarray, embodiment: str,
-                         states: np.ndarray | None = None, steps: int = 10, seed: int = 0) -> Prediction:
+    def forward_dynamics(
+        self,
+        frames: np.ndarray,
+        actions: np.ndarray,
+        embodiment: str,
+        states: np.ndarray | None = None,
+        steps: int = 10,
+        seed: int = 0,
+    ) -> Prediction:
         """Predict the frames (and states, rewards, success) that ``actions`` produce from the observed ``frames``.
 
         Args:
@@ -197,52 +229,75 @@ class WorldActionModel:
         actions = np.asarray(actions)
         horizon = actions.shape[-2] if actions.ndim >= 2 else 0
         if horizon < 1:
-            raise ValueError(f"actions has shape {actions.shape}; expected (horizon >= 1, {entry.embodiment.action_dim})")
+            raise ValueError(
+                f"actions has shape {actions.shape}; expected (horizon >= 1, {entry.embodiment.action_dim})"
+            )
         actions = self._vectors(actions, "actions", entry.embodiment.action_dim, b, horizon)
         state = None if states is None else self._vectors(states, "states", entry.embodiment.state_dim, b, None)
         generator = torch.Generator().manual_seed(seed)
-        context = frames[:, -self.context_frames:]
+        context = frames[:, -self.context_frames :]
         context_tokens = self._encode(context)
         f = self.future_frames
         state_now = state
         out_frames, out_states, out_rewards, out_success = [], [], [], []
         for start in range(0, horizon, f):
-            chunk = actions[:, start:start + f]
+            chunk = actions[:, start : start + f]
             n = chunk.shape[1]
             chunk = np.concatenate([chunk, np.repeat(chunk[:, -1:], f - n, 1)], 1) if n < f else chunk
-            tokens = torch.zeros(b, self.num_frames, self.config.tokens_per_frame, context_tokens.shape[-1],
-                                 device=self.device)
+            tokens = torch.zeros(
+                b, self.num_frames, self.config.tokens_per_frame, context_tokens.shape[-1], device=self.device
+            )
             tokens[:, : self.context_frames] = context_tokens
             states_norm = np.zeros((b, self.num_frames, entry.embodiment.state_dim), np.float32)
             if state_now is not None:
                 states_norm[:, self.context_frames - 1] = entry.state_norm.normalize(state_now)
             actions_norm = np.concatenate(
-                [np.zeros((b, self.context_frames - 1, entry.embodiment.action_dim)), entry.action_norm.normalize(chunk)],
-                1).astype(np.float32)
+                [
+                    np.zeros((b, self.context_frames - 1, entry.embodiment.action_dim)),
+                    entry.action_norm.normalize(chunk),
+                ],
+                1,
+            ).astype(np.float32)
             start_time = np.full(b, start / self.fps)
-            reasoner = self._reasoner(entry, np.asarray(frames[:, -self.context_frames:]) if start == 0 else
-                                      self._decode(context_tokens), state_now, None, start_time)
+            reasoner = self._reasoner(
+                entry,
+                np.asarray(frames[:, -self.context_frames :]) if start == 0 else self._decode(context_tokens),
+                state_now,
+                None,
+                start_time,
+            )
             template = self._template(entry, b, tokens, actions_norm, states_norm, start_time)
             plan = make_plan(Mode.FORWARD_DYNAMICS, self.num_frames, self.num_frames - 1, self.context_frames)
             sample = sample_plan(self.network, reasoner, template, plan, steps=steps, generator=generator)
             gen = sample.generator
-            future_tokens = gen.frames[:, self.context_frames:][:, :n]
+            future_tokens = gen.frames[:, self.context_frames :][:, :n]
             out_frames.append(self._decode(future_tokens))
-            pred_states = entry.state_norm.denormalize(gen.states[:, self.context_frames:, :entry.embodiment.state_dim]
-                                                       .cpu().numpy())[:, :n]
+            pred_states = entry.state_norm.denormalize(
+                gen.states[:, self.context_frames :, : entry.embodiment.state_dim].cpu().numpy()
+            )[:, :n]
             out_states.append(pred_states)
             heads = sample.heads
-            out_rewards.append(heads.reward[:, self.context_frames - 1:][:, :n].cpu().numpy())
-            out_success.append(torch.sigmoid(heads.success_logit[:, self.context_frames - 1:][:, :n]).cpu().numpy())
-            context_tokens = gen.frames[:, -self.context_frames:]
+            out_rewards.append(heads.reward[:, self.context_frames - 1 :][:, :n].cpu().numpy())
+            out_success.append(torch.sigmoid(heads.success_logit[:, self.context_frames - 1 :][:, :n]).cpu().numpy())
+            context_tokens = gen.frames[:, -self.context_frames :]
             state_now = pred_states[:, -1] if n == f else None
-        return Prediction(np.concatenate(out_frames, 1), np.concatenate(out_states, 1).astype(np.float32),
-                          np.concatenate(out_rewards, 1).astype(np.float32),
-                          np.concatenate(out_success, 1).astype(np.float32))
+        return Prediction(
+            np.concatenate(out_frames, 1),
+            np.concatenate(out_states, 1).astype(np.float32),
+            np.concatenate(out_rewards, 1).astype(np.float32),
+            np.concatenate(out_success, 1).astype(np.float32),
+        )
 
     @torch.no_grad()
-    def inverse_dynamics(self, frames: np.ndarray, embodiment: str, fps: float | None = None, steps: int = 10,
-                         seed: int = 0, return_spread: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    def inverse_dynamics(
+        self,
+        frames: np.ndarray,
+        embodiment: str,
+        fps: float | None = None,
+        steps: int = 10,
+        seed: int = 0,
+        return_spread: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Actions (raw units) between consecutive frames of a video.
 
         Windows of ``num_frames`` frames slide one frame at a time; the predictions of every window that
@@ -268,7 +323,7 @@ class WorldActionModel:
         t = self.num_frames
         padded = np.concatenate([frames, np.repeat(frames[:, -1:], max(0, t - n), 1)], 1)
         starts = list(range(0, max(1, padded.shape[1] - t + 1)))
-        windows = np.stack([padded[:, s:s + t] for s in starts], 1).reshape(b * len(starts), t, *frames.shape[2:])
+        windows = np.stack([padded[:, s : s + t] for s in starts], 1).reshape(b * len(starts), t, *frames.shape[2:])
         bw = windows.shape[0]
         tokens = self._encode(windows)
         zeros_a = np.zeros((bw, t - 1, entry.embodiment.action_dim), np.float32)
@@ -277,8 +332,9 @@ class WorldActionModel:
         reasoner = self._reasoner(entry, windows[:, : self.context_frames], None, None, start_time)
         template = self._template(entry, bw, tokens, zeros_a, zeros_s, start_time)
         plan = make_plan(Mode.INVERSE_DYNAMICS, t, t - 1, self.context_frames)
-        sample = sample_plan(self.network, reasoner, template, plan, steps=steps,
-                             generator=torch.Generator().manual_seed(seed))
+        sample = sample_plan(
+            self.network, reasoner, template, plan, steps=steps, generator=torch.Generator().manual_seed(seed)
+        )
         pred = sample.generator.actions[..., : entry.embodiment.action_dim].cpu().numpy()  # (bw, t-1, A)
         pred = entry.action_norm.denormalize(pred).reshape(b, len(starts), t - 1, -1)
         total = np.zeros((b, n - 1, pred.shape[-1]))
@@ -286,9 +342,9 @@ class WorldActionModel:
         count = np.zeros((1, n - 1, 1))
         for w, s in enumerate(starts):
             m = min(t - 1, n - 1 - s)
-            total[:, s:s + m] += pred[:, w, :m]
-            total_sq[:, s:s + m] += pred[:, w, :m] ** 2
-            count[:, s:s + m] += 1
+            total[:, s : s + m] += pred[:, w, :m]
+            total_sq[:, s : s + m] += pred[:, w, :m] ** 2
+            count[:, s : s + m] += 1
         mean = (total / count).astype(np.float32)
         if not return_spread:
             return mean
@@ -296,9 +352,16 @@ class WorldActionModel:
         return mean, spread
 
     @torch.no_grad()
-    def policy(self, frame: np.ndarray, embodiment: str, instruction: str | None = None,
-               state: np.ndarray | None = None, history: np.ndarray | None = None, steps: int = 10,
-               seed: int = 0) -> ActionChunk:
+    def policy(
+        self,
+        frame: np.ndarray,
+        embodiment: str,
+        instruction: str | None = None,
+        state: np.ndarray | None = None,
+        history: np.ndarray | None = None,
+        steps: int = 10,
+        seed: int = 0,
+    ) -> ActionChunk:
         """An action chunk and the frames it should produce, from the current observation.
 
         Args:
@@ -317,8 +380,10 @@ class WorldActionModel:
         b = frame.shape[0]
         if history is None:
             if self.context_frames > 1:
-                raise ValueError(f"history=None; this model observes {self.context_frames} frames, "
-                                 f"expected {self.context_frames - 1} earlier frames")
+                raise ValueError(
+                    f"history=None; this model observes {self.context_frames} frames, "
+                    f"expected {self.context_frames - 1} earlier frames"
+                )
             observed = frame[:, None]
         else:
             history = self._frames(history, "history", 4)
@@ -337,8 +402,9 @@ class WorldActionModel:
         reasoner = self._reasoner(entry, observed, state, instruction, start_time)
         template = self._template(entry, b, tokens, zeros_a, states_norm, start_time)
         plan = make_plan(Mode.POLICY, t, t - 1, self.context_frames)
-        sample = sample_plan(self.network, reasoner, template, plan, steps=steps,
-                             generator=torch.Generator().manual_seed(seed))
+        sample = sample_plan(
+            self.network, reasoner, template, plan, steps=steps, generator=torch.Generator().manual_seed(seed)
+        )
         gen = sample.generator
-        actions = gen.actions[:, self.context_frames - 1:, : entry.embodiment.action_dim].cpu().numpy()
-        return ActionChunk(entry.action_norm.denormalize(actions), self._decode(gen.frames[:, self.context_frames:]))
+        actions = gen.actions[:, self.context_frames - 1 :, : entry.embodiment.action_dim].cpu().numpy()
+        return ActionChunk(entry.action_norm.denormalize(actions), self._decode(gen.frames[:, self.context_frames :]))

@@ -34,3 +34,30 @@ def point_video_dataset(tmp_path_factory):
     out = tmp_path_factory.mktemp("data") / "point_video"
     collect("cosmos_robot/PushBlockPoint-v0", 3, out, seed=200, progress=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def smoke_data(tmp_path_factory):
+    """The smoke recipe's datasets (two embodiments, four noisy episodes each)."""
+    from cosmos_robot.recipes import get_recipe, prepare_data
+
+    return prepare_data(get_recipe("smoke"), tmp_path_factory.mktemp("smoke_data"), progress=False)
+
+
+def smoke_config(datasets, out, **changes):
+    """The smoke recipe's TrainConfig (tiny model, a few steps), one thread for reproducible sums."""
+    from cosmos_robot.recipes import get_recipe
+    from cosmos_robot.train import TrainConfig
+
+    settings = get_recipe("smoke").train | {"threads": 1} | changes
+    return TrainConfig(datasets=list(datasets), out=str(out), **settings)
+
+
+@pytest.fixture(scope="session")
+def smoke_checkpoint(smoke_data, tmp_path_factory):
+    """A tiny model trained for a few steps on the smoke data."""
+    from cosmos_robot.train import train
+
+    out = tmp_path_factory.mktemp("ckpt") / "smoke"
+    train(smoke_config(smoke_data, out), progress=False)
+    return out

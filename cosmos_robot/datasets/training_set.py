@@ -41,8 +41,15 @@ def concat_episodes(parts: list[EpisodeArrays]) -> EpisodeArrays:
             data[k].append(remap[values] if k == "task_index" else values)
         ends.append(part.episode_ends + offset)
         offset += part.num_frames
-    return EpisodeArrays({k: np.concatenate(v) for k, v in data.items()}, np.concatenate(ends), first.fps,
-                         first.features, tasks, first.robot_type, dict(first.meta))
+    return EpisodeArrays(
+        {k: np.concatenate(v) for k, v in data.items()},
+        np.concatenate(ends),
+        first.fps,
+        first.features,
+        tasks,
+        first.robot_type,
+        dict(first.meta),
+    )
 
 
 def split_episodes(episodes: EpisodeArrays, val_fraction: float, seed: int) -> tuple[EpisodeArrays, EpisodeArrays]:
@@ -59,8 +66,9 @@ def _take(episodes: EpisodeArrays, which: np.ndarray) -> EpisodeArrays:
     rows = np.concatenate([np.arange(*episodes.episode_bounds(int(e))) for e in which])
     lengths = episodes.episode_lengths()[which]
     data = {k: np.asarray(v[:])[rows] for k, v in episodes.data.items()}
-    return EpisodeArrays(data, np.cumsum(lengths), episodes.fps, episodes.features, episodes.tasks,
-                         episodes.robot_type, episodes.meta)
+    return EpisodeArrays(
+        data, np.cumsum(lengths), episodes.fps, episodes.features, episodes.tasks, episodes.robot_type, episodes.meta
+    )
 
 
 @dataclass
@@ -95,8 +103,14 @@ class TrainingSet:
         seed: seeds the split.
     """
 
-    def __init__(self, sources: list[str | os.PathLike], config: ModelConfig, num_frames: int = 5,
-                 val_fraction: float = 0.1, seed: int = 0) -> None:
+    def __init__(
+        self,
+        sources: list[str | os.PathLike],
+        config: ModelConfig,
+        num_frames: int = 5,
+        val_fraction: float = 0.1,
+        seed: int = 0,
+    ) -> None:
         if not sources:
             raise ValueError("sources=[] is empty; expected at least one dataset")
         self.config = config
@@ -149,10 +163,22 @@ class TrainingSet:
         """Model inputs of the picked windows (normalised, padded)."""
         c = self.config
         items = [(self.data[name], getattr(self.data[name], split)[i]) for name, i in picks]
-        states = torch.stack([torch.from_numpy(pad_to_shared(d.state_norm.normalize(w["states"].numpy()),
-                                                             c.state_width, d.embodiment.name)[0]) for d, w in items])
-        actions = torch.stack([torch.from_numpy(pad_to_shared(d.action_norm.normalize(w["actions"].numpy()),
-                                                              c.action_width, d.embodiment.name)[0]) for d, w in items])
+        states = torch.stack(
+            [
+                torch.from_numpy(
+                    pad_to_shared(d.state_norm.normalize(w["states"].numpy()), c.state_width, d.embodiment.name)[0]
+                )
+                for d, w in items
+            ]
+        )
+        actions = torch.stack(
+            [
+                torch.from_numpy(
+                    pad_to_shared(d.action_norm.normalize(w["actions"].numpy()), c.action_width, d.embodiment.name)[0]
+                )
+                for d, w in items
+            ]
+        )
         action_channels = torch.stack([torch.arange(c.action_width) < d.embodiment.action_dim for d, _ in items])
         state_channels = torch.stack([torch.arange(c.state_width) < d.embodiment.state_dim for d, _ in items])
         domain = torch.tensor([d.embodiment.domain_id for d, _ in items])
@@ -160,8 +186,14 @@ class TrainingSet:
         frame_time = torch.stack([w["frame_time"] for _, w in items])
         frames = torch.stack([w["frames"] for _, w in items])
         b = len(items)
-        reasoner = ReasonerInputs(domain, text_ids, text_valid, states[:, context_frames - 1],
-                                  frames[:, :context_frames], frame_time[:, :context_frames])
+        reasoner = ReasonerInputs(
+            domain,
+            text_ids,
+            text_valid,
+            states[:, context_frames - 1],
+            frames[:, :context_frames],
+            frame_time[:, :context_frames],
+        )
         clean = GeneratorInputs(
             domain=domain,
             frames=torch.stack([w[LATENTS] for _, w in items]),

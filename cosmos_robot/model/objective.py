@@ -145,5 +145,12 @@ def training_loss(
     def mean(sse: torch.Tensor, n: torch.Tensor) -> float:
         return float(sse.detach().sum() / n.sum().clamp_min(1.0))
 
-    return LossTerms(total, per_sample.detach(), mean(sse_f, n_f), mean(sse_a, n_a), mean(sse_s, n_s),
-                     float(reward_loss.detach()), float(success_loss.detach()))
+    return LossTerms(
+        total,
+        per_sample.detach(),
+        mean(sse_f, n_f),
+        mean(sse_a, n_a),
+        mean(sse_s, n_s),
+        float(reward_loss.detach()),
+        float(success_loss.detach()),
+    )

@@ -1,0 +1,103 @@
+"""Held-out metrics of a model on a recorded dataset, one number set per mode.
+
+- Forward dynamics: from frame ``s`` and the true actions ``s .. s+H-1``, predict ``H`` frames and
+  compare with the true ones (PSNR per horizon), next to the copy-last-frame baseline.
+- Inverse dynamics: label the whole episode video; R^2 and MSE against the true actions.
+- Policy: from frame ``s`` and state ``s``, the first chunk of actions against the recorded ones
+  (meaningful on expert data), next to always predicting the dataset's mean action.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from cosmos_robot.datasets.windows import open_episodes
+from cosmos_robot.keys import ACTION, OBS_STATE
+from cosmos_robot.model.tokenizers import psnr
+from cosmos_robot.world_model import WorldActionModel
+
+
+def r2_per_dim(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """Coefficient of determination of each column of (N, A) predictions."""
+    ss_res = ((true - pred) ** 2).sum(0)
+    ss_tot = ((true - true.mean(0)) ** 2).sum(0)
+    return 1.0 - ss_res / np.maximum(ss_tot, 1e-12)
+
+
+def evaluate_offline(
+    model: WorldActionModel,
+    dataset: str | os.PathLike,
+    episodes: int | None = None,
+    horizon: int = 8,
+    fd_starts_per_episode: int = 2,
+    steps: int = 10,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Forward dynamics, inverse dynamics and policy metrics on (the first ``episodes`` of) ``dataset``."""
+    data = open_episodes(dataset).to_memory()
+    embodiment = data.robot_type or data.meta.get("embodiment")
+    if embodiment not in model.embodiments:
+        raise ValueError(
+            f"dataset={str(dataset)!r} is of embodiment={embodiment!r}; the model knows {model.embodiments}"
+        )
+    camera = data.image_keys[0]
+    count = data.num_episodes if episodes is None else min(episodes, data.num_episodes)
+    if count < 1:
+        raise ValueError(f"episodes={episodes!r}; expected at least 1")
+    fd_pred = [[] for _ in range(horizon)]
+    fd_copy = [[] for _ in range(horizon)]
+    id_pred, id_true, pol_pred, pol_true = [], [], [], []
+    mean_action = data.data[ACTION].mean(0)
+    for ep in tqdm(range(count), desc=f"eval {embodiment}", disable=not progress):
+        start, stop = data.episode_bounds(ep)
+        frames, actions = data.data[camera][start:stop], data.data[ACTION][start:stop]
+        states = data.data[OBS_STATE][start:stop]
+        length = stop - start
+        # forward dynamics, open loop over the horizon
+        fd_starts = (
+            np.unique(np.linspace(0, length - horizon - 1, fd_starts_per_episode).round().astype(int))
+            if length > horizon
+            else []
+        )
+        for s in fd_starts:
+            pred = model.forward_dynamics(
+                frames[s : s + 1], actions[s : s + horizon], embodiment, states=states[s], steps=steps, seed=seed
+            ).frames[0]
+            for h in range(horizon):
+                fd_pred[h].append(psnr(pred[h], frames[s + h + 1]))
+                fd_copy[h].append(psnr(frames[s], frames[s + h + 1]))
+        # inverse dynamics over the whole video (the last action leads into a frame that was not recorded)
+        if length >= 2:
+            id_pred.append(model.inverse_dynamics(frames, embodiment, fps=data.fps, steps=steps, seed=seed)[0])
+            id_true.append(actions[: length - 1])
+        # policy: the first chunk from every few steps
+        chunk = model.future_frames
+        starts = np.arange(0, max(1, length - chunk), chunk)
+        out = model.policy(frames[starts], embodiment, state=states[starts], steps=steps, seed=seed)
+        for i, s in enumerate(starts):
+            n = min(chunk, length - s)
+            pol_pred.append(out.actions[i, :n])
+            pol_true.append(actions[s : s + n])
+    id_pred_all, id_true_all = np.concatenate(id_pred), np.concatenate(id_true)
+    pol_pred_all, pol_true_all = np.concatenate(pol_pred), np.concatenate(pol_true)
+    r2 = r2_per_dim(id_pred_all, id_true_all)
+    return {
+        "dataset": str(dataset),
+        "embodiment": embodiment,
+        "episodes": count,
+        "horizon": list(range(1, horizon + 1)),
+        "fd_psnr": [float(np.mean(v)) if v else None for v in fd_pred],
+        "fd_psnr_copy_last": [float(np.mean(v)) if v else None for v in fd_copy],
+        "fd_windows": len(fd_pred[0]),
+        "id_r2": float(r2.mean()),
+        "id_r2_per_dim": r2.tolist(),
+        "id_mse": float(((id_pred_all - id_true_all) ** 2).mean()),
+        "policy_action_mse": float(((pol_pred_all - pol_true_all) ** 2).mean()),
+        "policy_action_mse_mean_baseline": float(((mean_action - pol_true_all) ** 2).mean()),
+        "steps": steps,
+    }

@@ -1,0 +1,125 @@
+"""Training: it learns, checkpoints load, resume continues exactly, DDP equals one process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from cosmos_robot.checkpoint import load_checkpoint
+from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.train import TrainConfig, Trainer, export_inference, learning_rate
+from tests.conftest import smoke_config
+
+
+def test_smoke_training_writes_a_loadable_checkpoint(smoke_checkpoint):
+    ckpt = load_checkpoint(smoke_checkpoint, with_training=True)
+    assert sorted(ckpt.embodiments) == ["arm2", "point"]
+    assert ckpt.training["step"] == 10
+    history = ckpt.training["history"]
+    assert len(history) == 10 and "val" in history[4] and all("loss" in h for h in history)
+    assert ckpt.embodiments["point"].task == "push the red block onto the green disc"
+
+
+def test_resume_continues_with_the_same_losses(smoke_data, tmp_path):
+    config = smoke_config(smoke_data, tmp_path / "a", steps=8, checkpoint_every=4, val_every=0)
+    uninterrupted = Trainer(config, progress=False)
+    uninterrupted.run()
+
+    interrupted_config = smoke_config(smoke_data, tmp_path / "b", steps=8, checkpoint_every=4, val_every=0)
+    first = Trainer(interrupted_config, progress=False)
+    for _ in range(4):
+        first.history.append(first.train_step())
+    first.save()  # ...and the process dies here
+    resumed = Trainer(interrupted_config, resume=True, progress=False)
+    assert resumed.step == 4
+    resumed.run()
+    assert [h["loss"] for h in resumed.history] == [h["loss"] for h in uninterrupted.history]
+    a = load_file(str(tmp_path / "a" / "model.safetensors"))
+    b = load_file(str(tmp_path / "b" / "model.safetensors"))
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], atol=0, rtol=0)
+
+
+def test_resume_without_a_checkpoint_is_a_clear_error(smoke_data, tmp_path):
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
+        Trainer(smoke_config(smoke_data, tmp_path / "none"), resume=True, progress=False)
+
+
+def test_ddp_with_two_processes_matches_one_process(smoke_data, tmp_path):
+    env = os.environ | {"OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
+    data_dir = str(Path(smoke_data[0]).parent)  # the smoke recipe finds its datasets there and collects nothing
+    common = ["--recipe", "smoke", "--data-dir", data_dir, "--steps", "6", "--batch-size", "4", "--threads", "1"]
+    single = subprocess.run(
+        [sys.executable, "-m", "cosmos_robot.cli", "train", *common, "--out", str(tmp_path / "one")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert single.returncode == 0, single.stderr[-2000:]
+    ddp = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            "--master_port=29517",
+            "-m",
+            "cosmos_robot.cli",
+            "train",
+            *common,
+            "--out",
+            str(tmp_path / "two"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert ddp.returncode == 0, ddp.stderr[-2000:]
+
+    config = smoke_config(smoke_data, "unused")
+    torch.manual_seed(config.seed + 1)
+    init = WorldActionNetwork(config.model_config()).state_dict()
+    one = load_file(str(tmp_path / "one" / "training" / "state.safetensors"))
+    two = load_file(str(tmp_path / "two" / "training" / "state.safetensors"))
+    moved = sum(float(((one[f"model.{k}"] - v) ** 2).sum()) for k, v in init.items()) ** 0.5
+    apart = sum(float(((one[f"model.{k}"] - two[f"model.{k}"]) ** 2).sum()) for k in init) ** 0.5
+    assert moved > 0.01, "training did not move the weights"
+    assert apart < 0.02 * moved, f"DDP weights differ by {apart:.2e}, training moved them by {moved:.2e}"
+
+
+def test_learning_rate_warms_up_then_decays():
+    config = TrainConfig(datasets=["x"], out="y", steps=100, warmup=10, lr=1.0)
+    rates = [learning_rate(s, config) for s in range(100)]
+    assert rates[0] == pytest.approx(0.1) and rates[9] == pytest.approx(1.0)
+    assert rates[99] == pytest.approx(0.1, abs=0.01) and all(b <= a + 1e-12 for a, b in zip(rates[10:-1], rates[11:], strict=True))
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"datasets": []}, "datasets=\\[\\]"),
+        ({"mode_mix": (0.5, 0.5, 0.5)}, "mode_mix"),
+        ({"context_frames": 5}, "context_frames=5"),
+        ({"steps": 0}, "steps=0"),
+    ],
+)
+def test_bad_training_settings_are_rejected(changes, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**({"datasets": ["x"], "out": "y"} | changes))
+
+
+def test_export_halves_the_weights(smoke_checkpoint, tmp_path):
+    exported = export_inference(smoke_checkpoint, tmp_path / "export")
+    assert not (exported / "training").exists()
+    assert (exported / "model.safetensors").stat().st_size < 0.6 * (
+        smoke_checkpoint / "model.safetensors"
+    ).stat().st_size
+    assert load_file(str(exported / "model.safetensors"))["frame_in.weight"].dtype == torch.float16

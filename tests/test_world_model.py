@@ -1,0 +1,100 @@
+"""The facade: numpy in and out, raw units, batch-aware, validated inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosmos_robot.envs.push_block import PushBlockEnv
+from cosmos_robot.world_model import WorldActionModel
+
+
+@pytest.fixture(scope="module")
+def model(smoke_checkpoint):
+    return WorldActionModel.from_pretrained(smoke_checkpoint)
+
+
+@pytest.fixture(scope="module")
+def episode():
+    env = PushBlockEnv("point")
+    obs, _ = env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    frames, states, actions = [obs["pixels"]], [obs["agent_pos"]], []
+    for _ in range(9):
+        action = rng.uniform(env.action_space.low, env.action_space.high).astype(np.float32)
+        obs, *_ = env.step(action)
+        frames.append(obs["pixels"])
+        states.append(obs["agent_pos"])
+        actions.append(action)
+    env.close()
+    return np.stack(frames), np.stack(states), np.stack(actions)
+
+
+def test_forward_dynamics_shapes_single_and_batched(model, episode):
+    frames, states, actions = episode
+    one = model.forward_dynamics(frames[:1], actions[:6], "point", states=states[0], steps=2)
+    assert one.frames.shape == (1, 6, 64, 64, 3) and one.frames.dtype == np.uint8
+    assert one.states.shape == (1, 6, 2) and one.rewards.shape == (1, 6)
+    assert np.all((one.success >= 0) & (one.success <= 1))
+    batch = model.forward_dynamics(np.stack([frames[:1]] * 3), np.stack([actions[:6]] * 3), "point", steps=2)
+    assert batch.frames.shape == (3, 6, 64, 64, 3)
+
+
+def test_same_seed_same_prediction(model, episode):
+    frames, _, actions = episode
+    a = model.forward_dynamics(frames[:1], actions[:4], "point", steps=2, seed=5).frames
+    b = model.forward_dynamics(frames[:1], actions[:4], "point", steps=2, seed=5).frames
+    np.testing.assert_array_equal(a, b)
+
+
+def test_inverse_dynamics_labels_every_transition_with_a_spread(model, episode):
+    frames = episode[0]
+    actions, spread = model.inverse_dynamics(frames, "point", fps=10, steps=2, return_spread=True)
+    assert actions.shape == spread.shape == (1, len(frames) - 1, 2)
+    assert np.all(spread >= 0)
+    assert model.inverse_dynamics(frames[:2], "point", steps=2).shape == (1, 1, 2)
+
+
+def test_policy_returns_a_chunk_and_its_frames(model, episode):
+    frames, states, _ = episode
+    chunk = model.policy(frames[0], "arm2", state=np.zeros(2), steps=2)
+    assert chunk.actions.shape == (1, model.future_frames, 2)
+    assert chunk.frames.shape == (1, model.future_frames, 64, 64, 3)
+    batched = model.policy(frames[:3], "point", instruction="push it", state=states[:3], steps=2)
+    assert batched.actions.shape[0] == 3
+
+
+def test_save_and_reload_give_the_same_outputs(model, episode, tmp_path):
+    model.save_pretrained(tmp_path / "copy")
+    again = WorldActionModel.from_pretrained(tmp_path / "copy")
+    frames = episode[0]
+    np.testing.assert_array_equal(
+        model.inverse_dynamics(frames, "point", steps=2), again.inverse_dynamics(frames, "point", steps=2)
+    )
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m, f, s, a: m.policy(f[0].astype(np.float32), "point"), "dtype float32; expected uint8"),
+        (lambda m, f, s, a: m.policy(f[0][:32], "point"), "expected"),
+        (lambda m, f, s, a: m.policy(f[0], "hexapod"), "embodiment='hexapod' is not known"),
+        (lambda m, f, s, a: m.inverse_dynamics(f, "point", fps=30), "fps=30"),
+        (lambda m, f, s, a: m.inverse_dynamics(f[:1], "point"), "at least 2"),
+        (lambda m, f, s, a: m.forward_dynamics(f[:1], a[:, :1], "point"), "actions has shape"),
+        (lambda m, f, s, a: m.forward_dynamics(f[:1], a * np.nan, "point"), "NaN"),
+        (lambda m, f, s, a: m.forward_dynamics(f[:1], a, "point", states=np.zeros(5)), "states has shape"),
+        (lambda m, f, s, a: m.policy(f[0], "point", steps=0), "steps=0"),
+    ],
+)
+def test_bad_inputs_are_clear_errors(model, episode, call, message):
+    frames, states, actions = episode
+    with pytest.raises(ValueError, match=message):
+        call(model, frames, states, actions)
+
+
+def test_unknown_backend_and_missing_folder(tmp_path):
+    with pytest.raises(ValueError, match="backend='cosmos3'"):
+        WorldActionModel.from_pretrained("default", backend="cosmos3")
+    with pytest.raises(FileNotFoundError):
+        WorldActionModel.from_pretrained(tmp_path / "nothing")
