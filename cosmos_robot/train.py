@@ -266,7 +266,10 @@ class Trainer:
         c = self.config
         batch, plan, modes, noise = self._draw_batch()
         local = slice(self.rank * (c.batch_size // self.world), (self.rank + 1) * (c.batch_size // self.world))
-        batch, plan, noise = _select(batch, local), plan.select(local), noise.select(local)
+        batch, plan = _select(batch, local, self.device), plan.select(local)
+        plan = BatchPlan(plan.frames.to(self.device), plan.actions.to(self.device), plan.states.to(self.device))
+        noise = noise.select(local)
+        noise = type(noise)(**{k: v.to(self.device) for k, v in vars(noise).items()})
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate(self.step, c)
         autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda")
@@ -296,12 +299,14 @@ class Trainer:
         losses = []
         for _ in range(batches):
             batch = self.data.collate(self.data.draw(c.batch_size, g, "val"), "val", c.context_frames)
+            batch = _select(batch, slice(None), self.device)
             modes = [
                 MODES[int(i)] for i in torch.multinomial(torch.tensor(c.mode_mix), c.batch_size, True, generator=g)
             ]
             plan = BatchPlan.from_modes(modes, c.num_frames, batch.clean.actions.shape[1], c.context_frames)
-            is_id = torch.tensor([m is Mode.INVERSE_DYNAMICS for m in modes])
+            is_id = torch.tensor([m is Mode.INVERSE_DYNAMICS for m in modes], device=self.device)
             batch.reasoner.state = batch.reasoner.state * ~is_id[:, None]
+            plan = BatchPlan(plan.frames.to(self.device), plan.actions.to(self.device), plan.states.to(self.device))
             terms = training_loss(self.ema, batch.reasoner, batch.clean, plan, draw_noise(batch.clean, g))
             losses.append(float(terms.per_sample.mean()))
         return sum(losses) / len(losses)
