@@ -87,13 +87,25 @@ def main() -> None:
     steps = 4 if args.quick else 15
     single = measure(1, args.preset, args.batch, steps, threads=2)
     ddp = measure(2, args.preset, args.batch, steps, threads=1)
-    print(f"preset {args.preset}, global batch {args.batch}: single process (2 threads) {single:.1f} samples/s, "
-          f"2-process DDP (gloo, 1 thread each) {ddp:.1f} samples/s")
+    print(
+        f"preset {args.preset}, global batch {args.batch}: single process (2 threads) {single:.1f} samples/s, "
+        f"2-process DDP (gloo, 1 thread each) {ddp:.1f} samples/s"
+    )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"single_samples_per_s": single, "ddp_samples_per_s": ddp,
-                                               "ddp_vs_single": ddp / single, "preset": args.preset,
-                                               "batch": args.batch, "steps": steps}, indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "single_samples_per_s": single,
+                    "ddp_samples_per_s": ddp,
+                    "ddp_vs_single": ddp / single,
+                    "preset": args.preset,
+                    "batch": args.batch,
+                    "steps": steps,
+                },
+                indent=2,
+            )
+        )
     print(f"ddp_vs_single={ddp / single:.2f}")
 
 

@@ -128,18 +128,13 @@ def _drop_instructions(reasoner: ReasonerInputs, drop: torch.Tensor) -> Reasoner
     )
 
 
-def _select(batch: Batch, part: slice) -> Batch:
-    r = batch.reasoner
+def _select(batch: Batch, part: slice, device: torch.device) -> Batch:
+    """This rank's slice of a batch, on its device."""
     return Batch(
-        ReasonerInputs(
-            *(
-                getattr(r, f)[part]
-                for f in ("domain", "text_ids", "text_valid", "state", "observed_frames", "observed_time")
-            )
-        ),
-        batch.clean.replace(**{k: v[part] for k, v in vars(batch.clean).items()}),
-        batch.rewards[part],
-        batch.successes[part],
+        ReasonerInputs(**{k: v[part].to(device) for k, v in vars(batch.reasoner).items()}),
+        batch.clean.replace(**{k: v[part].to(device) for k, v in vars(batch.clean).items()}),
+        batch.rewards[part].to(device),
+        batch.successes[part].to(device),
     )
 
 
