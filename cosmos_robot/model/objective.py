@@ -130,8 +130,9 @@ def training_loss(
     state_mask = plan.states[..., None] & clean.state_channels[:, None]
     sse_s, n_s = _sse(out.states, velocity_target(clean.states, noise.states), state_mask)
     weight = getattr(network, "module", network).config.action_loss_weight  # DDP wraps the network
-    # Normalise by the unweighted count so the action weight really tilts the balance within a sample.
-    per_sample = (sse_f + weight * sse_a + sse_s) / (n_f + n_a + n_s).clamp_min(1.0)
+    # Each modality is averaged over its own noisy elements, then actions are weighted: normalising by
+    # the joint count would drown a sample's 8 action values among its 2048 frame values.
+    per_sample = sse_f / n_f.clamp_min(1.0) + weight * sse_a / n_a.clamp_min(1.0) + sse_s / n_s.clamp_min(1.0)
     total = per_sample.mean()
 
     reward_loss = success_loss = torch.zeros((), device=total.device)
