@@ -30,8 +30,16 @@ def heldout(data_dir: Path, embodiment: str, noise: float, episodes: int, seed: 
     """A held-out dataset (collected once)."""
     path = data_dir / f"{embodiment}_noise{noise:.1f}_{episodes}"
     if not (path / "meta" / "info.json").is_file():
-        collect(PUSH_BLOCK_IDS[embodiment], episodes, path, noise=noise, seed=seed, video=False,
-                overwrite=path.exists(), progress=False)
+        collect(
+            PUSH_BLOCK_IDS[embodiment],
+            episodes,
+            path,
+            noise=noise,
+            seed=seed,
+            video=False,
+            overwrite=path.exists(),
+            progress=False,
+        )
     return path
 
 
@@ -47,27 +55,42 @@ def main() -> None:
     episodes = 5 if args.quick else 20
     report, bars = {}, {}
     for k, embodiment in enumerate(("point", "arm2")):
-        noisy = evaluate_offline(model, heldout(Path(args.data_dir), embodiment, 0.3, episodes,
-                                                EVAL_SEED + 10_000 * (2 * k + 1)), steps=args.steps, progress=False)
-        expert = evaluate_offline(model, heldout(Path(args.data_dir), embodiment, 0.0, episodes,
-                                                 EVAL_SEED + 10_000 * 2 * k), steps=args.steps, progress=False)
+        noisy = evaluate_offline(
+            model,
+            heldout(Path(args.data_dir), embodiment, 0.3, episodes, EVAL_SEED + 10_000 * (2 * k + 1)),
+            steps=args.steps,
+            progress=False,
+        )
+        expert = evaluate_offline(
+            model,
+            heldout(Path(args.data_dir), embodiment, 0.0, episodes, EVAL_SEED + 10_000 * 2 * k),
+            steps=args.steps,
+            progress=False,
+        )
         report[embodiment] = {"noisy": noisy, "expert": expert}
         fd_gain = np.array(noisy["fd_psnr"]) - np.array(noisy["fd_psnr_copy_last"])
         ratio = expert["policy_action_mse"] / expert["policy_action_mse_mean_baseline"]
         bars[f"{embodiment}_fd_beats_copy_last"] = bool(np.all(fd_gain > 0))
         bars[f"{embodiment}_id_r2_ge_0.9"] = noisy["id_r2"] >= 0.9
         bars[f"{embodiment}_policy_mse_le_0.3x"] = ratio <= 0.3
-        print(f"{embodiment}: FD PSNR (noisy) model " + " ".join(f"{p:.1f}" for p in noisy["fd_psnr"])
-              + " | copy-last " + " ".join(f"{p:.1f}" for p in noisy["fd_psnr_copy_last"]))
-        print(f"{embodiment}: ID R2 {noisy['id_r2']:.3f} (noisy), {expert['id_r2']:.3f} (expert); ID MSE "
-              f"{noisy['id_mse']:.4f}; policy MSE {expert['policy_action_mse']:.4f} vs mean-action "
-              f"{expert['policy_action_mse_mean_baseline']:.4f} (ratio {ratio:.2f})")
+        print(
+            f"{embodiment}: FD PSNR (noisy) model "
+            + " ".join(f"{p:.1f}" for p in noisy["fd_psnr"])
+            + " | copy-last "
+            + " ".join(f"{p:.1f}" for p in noisy["fd_psnr_copy_last"])
+        )
+        print(
+            f"{embodiment}: ID R2 {noisy['id_r2']:.3f} (noisy), {expert['id_r2']:.3f} (expert); ID MSE "
+            f"{noisy['id_mse']:.4f}; policy MSE {expert['policy_action_mse']:.4f} vs mean-action "
+            f"{expert['policy_action_mse_mean_baseline']:.4f} (ratio {ratio:.2f})"
+        )
     for name, met in bars.items():
         print(f"  {'MET ' if met else 'MISS'} {name}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"metrics": report, "bars": bars, "episodes": episodes,
-                                               "checkpoint": args.checkpoint}, indent=2))
+        Path(args.json).write_text(
+            json.dumps({"metrics": report, "bars": bars, "episodes": episodes, "checkpoint": args.checkpoint}, indent=2)
+        )
     print(f"bars_met={sum(bars.values())}/{len(bars)}")
 
 

@@ -60,7 +60,7 @@ RECIPES: dict[str, Recipe] = {
         + _push_block("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000),
         train={
             "preset": "small",
-            "steps": 4000,
+            "steps": 2500,
             "batch_size": 16,
             "lr": 5e-4,
             "warmup": 200,

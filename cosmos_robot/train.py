@@ -173,6 +173,9 @@ class Trainer:
                 progress=progress and self.rank == 0,
             )
             self.ae_psnr = reconstruction_psnr(self.autoencoder, frames[:2048])
+            self.autoencoder.fit_token_statistics(
+                frames[torch.randperm(len(frames), generator=torch.Generator().manual_seed(config.seed))[:4096]]
+            )
         self.autoencoder.requires_grad_(False).eval()
         self.data.prepare(self.autoencoder)
 

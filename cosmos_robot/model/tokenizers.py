@@ -44,6 +44,11 @@ class FrameAutoencoder(nn.Module):
         super().__init__()
         self.latent_channels = latent_channels
         self.patch_merge = patch_merge
+        # Token statistics (the role of a VAE's scaling factor): tanh latents of mostly flat frames have a
+        # standard deviation near 0.16, far below the unit noise of the flow, which then swamps them.
+        token_dim = latent_channels * patch_merge**2
+        self.register_buffer("token_mean", torch.zeros(token_dim))
+        self.register_buffer("token_std", torch.ones(token_dim))
         # Strided from the first layer: full-resolution convolutions would triple the cost on CPU.
         self.encoder = nn.Sequential(
             _conv_block(3, width, 2),
@@ -90,14 +95,26 @@ class FrameAutoencoder(nn.Module):
         return z.reshape(n, c, grid * p, grid * p)
 
     @torch.no_grad()
+    def fit_token_statistics(self, frames_nhwc: torch.Tensor, batch: int = 256) -> None:
+        """Set the per-channel token mean and std from frames, so the model sees unit-variance tokens."""
+        self.token_mean.zero_()
+        self.token_std.fill_(1.0)
+        tokens = torch.cat(
+            [self.frames_to_tokens(frames_nhwc[i : i + batch]) for i in range(0, len(frames_nhwc), batch)]
+        )
+        flat = tokens.flatten(0, 1)  # (N * G*G, token_dim)
+        self.token_mean.copy_(flat.mean(0))
+        self.token_std.copy_(flat.std(0).clamp_min(1e-3))
+
+    @torch.no_grad()
     def frames_to_tokens(self, frames_nhwc: torch.Tensor) -> torch.Tensor:
-        """uint8 (N, H, W, 3) -> tokens (N, tokens_per_frame, token_dim)."""
-        return self.to_tokens(self.encode(frames_to_float(frames_nhwc)))
+        """uint8 (N, H, W, 3) -> standardised tokens (N, tokens_per_frame, token_dim)."""
+        return (self.to_tokens(self.encode(frames_to_float(frames_nhwc))) - self.token_mean) / self.token_std
 
     @torch.no_grad()
     def tokens_to_frames(self, tokens: torch.Tensor, grid: int) -> torch.Tensor:
-        """Tokens (N, G*G, token_dim) -> uint8 (N, H, W, 3)."""
-        return float_to_frames(self.decode(self.from_tokens(tokens, grid)))
+        """Standardised tokens (N, G*G, token_dim) -> uint8 (N, H, W, 3)."""
+        return float_to_frames(self.decode(self.from_tokens(tokens * self.token_std + self.token_mean, grid)))
 
 
 def psnr(a_uint8: torch.Tensor | np.ndarray, b_uint8: torch.Tensor | np.ndarray) -> float:

@@ -78,3 +78,17 @@ def test_byte_tokenizer_round_trip_and_padding():
 def test_training_needs_frames():
     with pytest.raises(ValueError, match="frames_nhwc is empty"):
         train_autoencoder(FrameAutoencoder(), torch.zeros(0, 64, 64, 3, dtype=torch.uint8), steps=1)
+
+
+def test_token_statistics_standardise_tokens_and_round_trip(push_block_frames):
+    torch.manual_seed(0)
+    ae = FrameAutoencoder(latent_channels=8)
+    train_autoencoder(ae, push_block_frames, steps=20, batch_size=16, progress=False)
+    plain = ae.tokens_to_frames(ae.frames_to_tokens(push_block_frames[:8]), grid=4)
+    ae.fit_token_statistics(push_block_frames)
+    tokens = ae.frames_to_tokens(push_block_frames).flatten(0, 1)
+    torch.testing.assert_close(tokens.mean(0), torch.zeros(32), atol=1e-4, rtol=0)
+    torch.testing.assert_close(tokens.std(0), torch.ones(32), atol=1e-3, rtol=0)
+    # standardising is invisible in pixel space
+    again = ae.tokens_to_frames(ae.frames_to_tokens(push_block_frames[:8]), grid=4)
+    assert (again.int() - plain.int()).abs().max() <= 1
