@@ -21,7 +21,6 @@ bench: setup
 	$(PY) benchmarks/bench_experts.py --quick --json out/bench_experts.json
 	$(PY) benchmarks/bench_sampling.py --quick --json out/bench_sampling.json
 	$(PY) benchmarks/bench_train_step.py --quick --json out/bench_train_step.json
-	$(PY) benchmarks/bench_training.py --quick --json out/bench_training.json
 
 lint: setup
 	$(VENV)/bin/ruff check cosmos_robot tests benchmarks
