@@ -91,7 +91,7 @@ def test_ddp_with_two_processes_matches_one_process(smoke_data, tmp_path):
     two = load_file(str(tmp_path / "two" / "training" / "state.safetensors"))
     moved = sum(float(((one[f"model.{k}"] - v) ** 2).sum()) for k, v in init.items()) ** 0.5
     apart = sum(float(((one[f"model.{k}"] - two[f"model.{k}"]) ** 2).sum()) for k in init) ** 0.5
-    assert moved > 0.01, "training did not move the weights"
+    assert moved > 1e-3, "training did not move the weights"
     assert apart < 0.02 * moved, f"DDP weights differ by {apart:.2e}, training moved them by {moved:.2e}"
 
 
