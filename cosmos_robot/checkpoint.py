@@ -126,6 +126,21 @@ def load_state(module: torch.nn.Module, state: dict[str, torch.Tensor], source: 
     module.load_state_dict({k: v.to(expected[k].dtype) for k, v in state.items()})
 
 
+def load_autoencoder(path: str | os.PathLike) -> FrameAutoencoder:
+    """Only the frozen frame autoencoder of a checkpoint (to reuse it in a new training run)."""
+    path = Path(path)
+    for name in ("config.json", "autoencoder.safetensors"):
+        if not (path / name).is_file():
+            raise FileNotFoundError(f"checkpoint={str(path)!r} is missing {name}")
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"checkpoint={str(path)!r}: invalid JSON ({error})") from None
+    autoencoder = FrameAutoencoder(**dict(config["autoencoder"]))
+    load_state(autoencoder, read_safetensors(path / "autoencoder.safetensors"), path / "autoencoder.safetensors")
+    return autoencoder.eval()
+
+
 def load_checkpoint(path: str | os.PathLike, *, with_training: bool = False) -> Checkpoint:
     """Read and validate a checkpoint folder."""
     path = Path(path)

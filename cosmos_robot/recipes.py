@@ -60,10 +60,11 @@ RECIPES: dict[str, Recipe] = {
         + _push_block("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000),
         train={
             "preset": "small",
-            "steps": 2500,
+            "steps": 6000,
             "batch_size": 16,
-            "lr": 5e-4,
+            "lr": 1e-3,
             "warmup": 200,
+            "mode_mix": (0.3, 0.3, 0.4),
             "ae_steps": 4000,
             "ae_batch": 32,
             "num_frames": 5,

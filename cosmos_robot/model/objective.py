@@ -124,11 +124,17 @@ def training_loss(
     )
     out = network(reasoner, noisy)
 
-    sse_f, n_f = _sse(out.frames, velocity_target(clean.frames, noise.frames), plan.frames[..., None, None])
+    frame_mask = plan.frames[..., None, None]
     action_mask = plan.actions[..., None] & clean.action_channels[:, None]
-    sse_a, n_a = _sse(out.actions, velocity_target(clean.actions, noise.actions), action_mask)
     state_mask = plan.states[..., None] & clean.state_channels[:, None]
-    sse_s, n_s = _sse(out.states, velocity_target(clean.states, noise.states), state_mask)
+    if out.x0 is not None:  # x0-predicting heads: the loss is the error of the clean values
+        sse_f, n_f = _sse(out.x0[0], clean.frames, frame_mask)
+        sse_a, n_a = _sse(out.x0[1], clean.actions, action_mask)
+        sse_s, n_s = _sse(out.x0[2], clean.states, state_mask)
+    else:
+        sse_f, n_f = _sse(out.frames, velocity_target(clean.frames, noise.frames), frame_mask)
+        sse_a, n_a = _sse(out.actions, velocity_target(clean.actions, noise.actions), action_mask)
+        sse_s, n_s = _sse(out.states, velocity_target(clean.states, noise.states), state_mask)
     weight = getattr(network, "module", network).config.action_loss_weight  # DDP wraps the network
     # Each modality is averaged over its own noisy elements, then actions are weighted: normalising by
     # the joint count would drown a sample's 8 action values among its 2048 frame values.

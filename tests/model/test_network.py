@@ -1,13 +1,17 @@
-"""The packed network: shapes, cached == joint, masks, domains, describe()."""
+"""The packed network: shapes, cached == joint, masks, domains, direct paths, text trimming, describe()."""
 
 from __future__ import annotations
+
+import dataclasses
+import doctest
 
 import pytest
 import torch
 
+import cosmos_robot.model.network as network_module
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.example_inputs import example_inputs
-from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.model.network import WorldActionNetwork, action_frame_index, anchor_frame_index
 
 
 def perturbed_network(seed: int = 0) -> WorldActionNetwork:
@@ -34,8 +38,10 @@ def test_cached_forward_equals_joint_forward():
     net = perturbed_network()
     reasoner, gen = example_inputs(net.config, batch=2, context_frames=2)
     a, b = net(reasoner, gen), net(reasoner, gen, joint=True)
-    for name in ("frames", "actions", "states", "reward", "success_logit"):
+    for name in ("reward", "success_logit"):
         torch.testing.assert_close(getattr(a, name), getattr(b, name), atol=1e-5, rtol=1e-5)
+    for x, y in zip(a.x0, b.x0, strict=True):  # the predicted clean values (velocities divide by t)
+        torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-5)
 
 
 def test_padded_channels_are_zero_in_the_output_and_ignored_in_the_input():
@@ -65,11 +71,25 @@ def test_actions_change_the_predicted_frames():
     assert (net(reasoner, gen).frames - net(reasoner, moved).frames).abs().max() > 1e-4
 
 
-def test_untrained_network_predicts_zero_velocity():
+def test_untrained_network_predicts_zero():
     net = WorldActionNetwork(preset("tiny"))
     reasoner, gen = example_inputs(net.config)
     out = net(reasoner, gen)
-    assert out.frames.abs().max() == 0 and out.actions.abs().max() == 0
+    assert all(x.abs().max() == 0 for x in out.x0)
+    velocity_net = WorldActionNetwork(dataclasses.replace(preset("tiny"), target="velocity"))
+    out = velocity_net(reasoner, gen)
+    assert out.x0 is None and out.frames.abs().max() == 0 and out.actions.abs().max() == 0
+
+
+def test_x0_target_gives_the_velocity_that_lands_on_x0():
+    net = perturbed_network()
+    reasoner, gen = example_inputs(net.config, batch=2)
+    t = torch.full_like(gen.action_t, 0.4)
+    gen = gen.replace(action_t=t, frame_t=torch.full_like(gen.frame_t, 0.4))
+    out = net(reasoner, gen)
+    # One Euler step from t to 0 along the returned velocity reaches the predicted clean value.
+    torch.testing.assert_close(gen.actions - 0.4 * out.actions, out.x0[1] * gen.action_channels[:, None])
+    torch.testing.assert_close(gen.frames - 0.4 * out.frames, out.x0[0])
 
 
 @pytest.mark.parametrize("name", ["tiny", "small"])
@@ -79,3 +99,59 @@ def test_describe_reports_towers_and_flops(name):
     assert info["params_reasoner_tower"] > 0 and info["params_generator_tower"] > info["params_reasoner_tower"]
     assert info["flops_forward"] == pytest.approx(info["flops_reasoner"] + info["flops_generator_step"])
     assert info["params_total"] == sum(p.numel() for p in net.parameters())
+
+
+def test_doctests():
+    assert doctest.testmod(network_module).failed == 0
+
+
+def test_anchor_is_the_latest_clean_frame():
+    frame_t = torch.tensor([[0.0, 0.4, 0.0, 0.4], [0.0, 0.0, 0.0, 0.0], [0.9, 0.9, 0.9, 0.9]])
+    assert anchor_frame_index(frame_t).tolist() == [[0, 0, 2, 2], [0, 1, 2, 3], [-1, -1, -1, -1]]
+
+
+def test_actions_lead_into_the_frame_stamped_with_them():
+    # Two actions per frame interval at 10 fps: stamped 0.05, 0.1, 0.15, 0.2 lead into frames 1, 1, 2, 2.
+    frame_time = torch.tensor([[0.0, 0.1, 0.2]])
+    assert action_frame_index(frame_time, torch.tensor([[0.05, 0.1, 0.15, 0.2]])).tolist() == [[1, 1, 2, 2]]
+
+
+def test_a_target_frame_token_reads_its_context_cell_directly():
+    # Changing one grid cell of the clean context frame changes the same cell of a noisy target frame
+    # even with attention switched off (gates zero): the anchor path is per cell, not through attention.
+    net = perturbed_network()
+    with torch.no_grad():
+        for block in net.blocks:
+            block.modulation_table.zero_()
+        net.time_modulation[1].weight.zero_()
+        net.time_modulation[1].bias.zero_()
+    reasoner, gen = example_inputs(net.config, batch=1, num_frames=3, num_actions=2)
+    gen = gen.replace(frame_t=torch.tensor([[0.0, 0.7, 0.7]]))
+    moved_frames = gen.frames.clone()
+    moved_frames[0, 0, 5] += 1.0
+    delta = (net(reasoner, gen).frames - net(reasoner, gen.replace(frames=moved_frames)).frames).abs().sum(-1)[0]
+    assert delta[1:, 5].min() > 0 and delta[1:, :5].max() == 0 and delta[1:, 6:].max() == 0
+
+
+def test_an_action_token_reads_the_two_frames_it_spans():
+    net = perturbed_network()
+    with torch.no_grad():
+        for block in net.blocks:
+            block.modulation_table.zero_()
+        net.time_modulation[1].weight.zero_()
+        net.time_modulation[1].bias.zero_()
+    reasoner, gen = example_inputs(net.config, batch=1, num_frames=4, num_actions=3)
+    moved_frames = gen.frames.clone()
+    moved_frames[0, 2] += 1.0  # frame 2: action 1 leads into it, action 2 leads out of it
+    delta = (net(reasoner, gen).actions - net(reasoner, gen.replace(frames=moved_frames)).actions).abs().sum(-1)[0]
+    assert delta[0] == 0 and delta[1] > 0 and delta[2] > 0
+
+
+def test_trimming_text_padding_changes_nothing():
+    net = perturbed_network()
+    reasoner, gen = example_inputs(net.config, batch=2)
+    assert reasoner.text_valid.sum(1).max() < reasoner.text_ids.shape[1]  # padding present
+    trimmed = net.trim_text(reasoner)
+    assert trimmed.text_ids.shape[1] == int(reasoner.text_valid.sum(1).max())
+    torch.testing.assert_close(net(reasoner, gen).actions, net(trimmed, gen).actions)
+    torch.testing.assert_close(net(reasoner, gen, joint=True).frames, net(reasoner, gen).frames, atol=1e-5, rtol=1e-5)
