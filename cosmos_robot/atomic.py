@@ -41,3 +41,18 @@ def atomic_directory(target: str | os.PathLike, overwrite: bool = False) -> Iter
             os.replace(work, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_file_atomic(target: str | os.PathLike, data: bytes | str) -> Path:
+    """Write ``data`` to ``target`` through a temporary file beside it and a rename (parents created)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

@@ -149,6 +149,87 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     off.add_argument("--json", required=True, help="write the metrics here")
     off.set_defaults(run=_run_eval_offline)
 
+    fd = kinds.add_parser("fd", help="learned env vs MuJoCo: same starts, same actions, open loop")
+    _add_model_args(fd)
+    fd.add_argument("--episodes", type=int, default=8, help="seeded episodes per action source")
+    fd.add_argument("--horizon", type=int, default=16, help="open-loop steps")
+    fd.set_defaults(run=_run_eval_fd)
+
+    rank = kinds.add_parser("rank", help="rank graded scripted policies in MuJoCo and in the learned env")
+    _add_model_args(rank)
+    rank.add_argument("--episodes", type=int, default=8, help="seeded episodes per policy")
+    rank.set_defaults(run=_run_eval_rank)
+
+    rl = kinds.add_parser("imagination-rl", help="PPO trained in the learned env vs in MuJoCo, both run in MuJoCo")
+    _add_model_args(rl, embodiment=False)
+    rl.add_argument("--steps", type=int, default=16_384, help="PPO environment steps in each world")
+    rl.add_argument("--eval-episodes", type=int, default=16, help="MuJoCo episodes per trained policy")
+    rl.set_defaults(run=_run_eval_imagination_rl)
+
+
+def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True) -> None:
+    p.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
+    if embodiment:
+        p.add_argument("--embodiment", default="point", help="point or arm2")
+    p.add_argument("--sampling-steps", type=int, default=None, help="denoising steps per imagined step")
+    p.add_argument("--json", required=True, help="write the metrics here (a PNG plot is written beside it)")
+
+
+def _write_json(path: str, metrics: dict) -> None:
+    from cosmos_robot.atomic import write_file_atomic
+
+    write_file_atomic(path, json.dumps(metrics, indent=2))
+
+
+def _run_eval_fd(args: argparse.Namespace) -> None:
+    from cosmos_robot.eval.fd_fidelity import evaluate_fd, frame_strip, plot_fd
+    from cosmos_robot.world_model import WorldActionModel
+
+    model = WorldActionModel.from_pretrained(args.checkpoint)
+    result = evaluate_fd(
+        model, args.embodiment, episodes=args.episodes, horizon=args.horizon, sampling_steps=args.sampling_steps or 4
+    )
+    example = result.pop("_example")
+    _write_json(args.json, result)
+    plot = plot_fd(result, Path(args.json).with_suffix(".png"))
+    strip = frame_strip(example["real"], example["imagined"], Path(args.json).with_suffix(".strip.png"))
+    print(
+        f"{args.embodiment}: PSNR h1/h8/h{args.horizon} {result['psnr'][0]:.1f}/{result['psnr'][7]:.1f}/"
+        f"{result['psnr'][-1]:.1f} dB vs copy-last {result['psnr_copy_last'][0]:.1f}/{result['psnr_copy_last'][7]:.1f}/"
+        f"{result['psnr_copy_last'][-1]:.1f}; delta_psnr_shuffled {result['delta_psnr_shuffled']:.2f} dB; "
+        f"written to {args.json}, {plot}, {strip}"
+    )
+
+
+def _run_eval_rank(args: argparse.Namespace) -> None:
+    from cosmos_robot.eval.ranking import evaluate_ranking, plot_ranking
+    from cosmos_robot.world_model import WorldActionModel
+
+    model = WorldActionModel.from_pretrained(args.checkpoint)
+    result = evaluate_ranking(model, args.embodiment, episodes=args.episodes, sampling_steps=args.sampling_steps or 4)
+    _write_json(args.json, result)
+    plot = plot_ranking(result, Path(args.json).with_suffix(".png"))
+    print(
+        f"{args.embodiment}: spearman {result['spearman']:.3f} pearson {result['pearson']:.3f} (returns), "
+        f"spearman {result['spearman_success']:.3f} (success); written to {args.json}, {plot}"
+    )
+
+
+def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
+    from cosmos_robot.eval.imagination_rl import evaluate_imagination_rl
+    from cosmos_robot.world_model import WorldActionModel
+
+    model = WorldActionModel.from_pretrained(args.checkpoint)
+    result = evaluate_imagination_rl(
+        model, steps=args.steps, eval_episodes=args.eval_episodes, sampling_steps=args.sampling_steps or 2
+    )
+    _write_json(args.json, result)
+    print(
+        f"real return: PPO in imagination {result['real_return_imagination_ppo']:.2f}, PPO in MuJoCo "
+        f"{result['real_return_mujoco_ppo']:.2f}, random {result['real_return_random']:.2f}; "
+        f"ratio_real_return {result['ratio_real_return']:.3f}; written to {args.json}"
+    )
+
 
 def _run_eval_offline(args: argparse.Namespace) -> None:
     from cosmos_robot.eval.offline import evaluate_offline
@@ -156,8 +237,7 @@ def _run_eval_offline(args: argparse.Namespace) -> None:
 
     model = WorldActionModel.from_pretrained(args.checkpoint)
     metrics = evaluate_offline(model, args.dataset, episodes=args.episodes, steps=args.steps)
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(metrics, indent=2))
+    _write_json(args.json, metrics)
     fd = ", ".join(f"{p:.1f}/{c:.1f}" for p, c in zip(metrics["fd_psnr"], metrics["fd_psnr_copy_last"], strict=True))
     print(
         f"{metrics['embodiment']}: FD PSNR model/copy-last per horizon {fd}; ID R2 {metrics['id_r2']:.3f} "

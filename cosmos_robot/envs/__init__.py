@@ -1,4 +1,4 @@
-"""MuJoCo tasks, the gymnasium-env adapter and (later) the learned ForwardDynamicsEnv."""
+"""MuJoCo tasks, the gymnasium-env adapter and the learned ForwardDynamicsEnv (registered here)."""
 
 import gymnasium as gym
 
@@ -16,3 +16,13 @@ for _embodiment, _env_id in PUSH_BLOCK_IDS.items():
             kwargs={"embodiment": _embodiment},
             max_episode_steps=MAX_EPISODE_STEPS,
         )
+
+FORWARD_DYNAMICS_ID = "cosmos_robot/ForwardDynamics-v0"
+if FORWARD_DYNAMICS_ID not in gym.registry:
+    # No max_episode_steps here: the env truncates itself (its own ``max_episode_steps`` kwarg).
+    gym.register(
+        id=FORWARD_DYNAMICS_ID,
+        entry_point="cosmos_robot.envs.forward_dynamics:ForwardDynamicsEnv",
+        vector_entry_point="cosmos_robot.envs.forward_dynamics:ForwardDynamicsVectorEnv",
+        kwargs={"checkpoint": "default", "embodiment": "point"},
+    )

@@ -4,6 +4,8 @@ Each sample of a batch has its own mode (a plan from ``plan.make_plan``). Frames
 independent flow times (UWM-style), so one network learns forward dynamics, inverse dynamics, the
 policy and their marginals. Clean conditioning tokens have t = 0 and no loss; padded action and
 state channels get no noise and no loss; actions weigh ``action_loss_weight`` (Cosmos 3: 10).
+With ``ModelConfig.target == "x0"`` the loss is the squared error of the predicted clean values
+(the velocity loss weighted by t^2); with ``"velocity"`` it is the velocity error (Cosmos 3).
 
 The loss is a mean over samples of per-sample means, and the noise is drawn for a whole batch by
 :func:`draw_noise`: a data-parallel rank can then draw the global batch's noise and keep its slice,

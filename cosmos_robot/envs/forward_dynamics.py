@@ -1,0 +1,363 @@
+"""The learned model as a gymnasium environment: imagined steps instead of MuJoCo steps.
+
+``ForwardDynamicsEnv`` imitates a ground-truth env (the *reference*): the same observation space
+(``pixels`` + ``agent_pos``) and action Box. ``reset`` draws an observed start from a real env's reset
+or from a recorded episode; ``step`` asks the world model for the next frame and state given the
+recent frames and the action. ``ForwardDynamicsVectorEnv`` steps many imagined episodes with ONE
+batched model call per step, which is where the speed comes from.
+
+Reward and termination come from the model's learned heads, or from a user ``reward_fn(obs, action,
+next_obs)`` (and ``success_fn(next_obs)``). Actions outside the Box are clipped and counted in
+``info``; NaN actions raise. Everything is deterministic under ``reset(seed=...)``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from cosmos_robot.envs import PUSH_BLOCK_IDS
+from cosmos_robot.envs.start_sources import StartSource, make_start_source
+from cosmos_robot.world_model import WorldActionModel
+
+RewardFn = Callable[[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]], float]
+SuccessFn = Callable[[dict[str, np.ndarray]], bool]
+
+
+def load_model(model: WorldActionModel | str | os.PathLike) -> WorldActionModel:
+    """A model instance from an instance, a checkpoint folder or ``"default"``."""
+    return model if isinstance(model, WorldActionModel) else WorldActionModel.from_pretrained(model)
+
+
+def reference_spaces(reference: str | gym.Env) -> tuple[spaces.Dict, spaces.Box]:
+    """(observation space, action space) of the ground-truth env the learned one imitates."""
+    if isinstance(reference, gym.Env):
+        return reference.observation_space, reference.action_space
+    from cosmos_robot.envs.gym_adapter import make_env
+
+    env = make_env(reference)
+    try:
+        return env.observation_space, env.action_space
+    finally:
+        env.close()
+
+
+class Imagination:
+    """One batched imagined control step: the part the single and the vector env share.
+
+    Args:
+        model: the world model.
+        embodiment: one of ``model.embodiments``.
+        sampling_steps: denoising steps per model call (fewer is faster).
+        success_threshold: the learned success probability above which an episode terminates.
+    """
+
+    def __init__(self, model: WorldActionModel, embodiment: str, sampling_steps: int, success_threshold: float) -> None:
+        if embodiment not in model.embodiments:
+            raise ValueError(
+                f"embodiment={embodiment!r} is not known to the model; expected one of {model.embodiments}"
+            )
+        if not isinstance(sampling_steps, int) or sampling_steps < 1:
+            raise ValueError(f"sampling_steps={sampling_steps!r}; expected a positive integer")
+        if not 0.0 < success_threshold < 1.0:
+            raise ValueError(f"success_threshold={success_threshold!r}; expected a probability in (0, 1)")
+        self.model = model
+        self.embodiment = embodiment
+        self.sampling_steps = sampling_steps
+        self.success_threshold = success_threshold
+
+    @property
+    def context_frames(self) -> int:
+        """Frames of history the model reads."""
+        return self.model.context_frames
+
+    def step(
+        self, history: np.ndarray, states: np.ndarray, actions: np.ndarray, seed: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(next frames (B, H, W, 3), next states (B, S), rewards (B,), success (B,) bool).
+
+        Args:
+            history: (B, Tc, H, W, 3) the last observed frames.
+            states: (B, S) agent states at the last frame.
+            actions: (B, A) one action per episode, already clipped.
+            seed: seeds the sampling noise.
+        """
+        prediction = self.model.forward_dynamics(
+            history, actions[:, None], self.embodiment, states=states, steps=self.sampling_steps, seed=seed
+        )
+        return (
+            prediction.frames[:, 0],
+            prediction.states[:, 0],
+            prediction.rewards[:, 0].astype(np.float64),
+            prediction.success[:, 0] > self.success_threshold,
+        )
+
+
+def _check_and_clip(action: np.ndarray, space: spaces.Box) -> tuple[np.ndarray, np.ndarray]:
+    """(clipped float32 actions, per-row flag of clipping); NaN/inf raise."""
+    action = np.asarray(action, dtype=np.float64)
+    if not np.all(np.isfinite(action)):
+        raise ValueError(f"action={action.tolist()} contains NaN or inf; expected finite values in {space}")
+    clipped = np.clip(action, space.low, space.high)
+    changed = np.any(clipped != action, axis=-1)
+    return clipped.astype(np.float32), changed
+
+
+class ForwardDynamicsEnv(gym.Env):
+    """A gymnasium env whose dynamics are the world model's forward dynamics.
+
+    ## Action Space
+    The reference env's Box (raw units, e.g. m/s for ``point``). Actions outside it are clipped;
+    ``info["clipped_actions"]`` counts them over the episode. NaN or inf raise ``ValueError``.
+
+    ## Observation Space
+    The reference env's ``Dict(pixels=Box(uint8, (H, W, 3)), agent_pos=Box(float32))``: imagined
+    frames and states.
+
+    ## Rewards
+    The model's learned reward head, or ``reward_fn(obs, action, next_obs)`` when given.
+
+    ## Starting State
+    From ``start``: a real env's reset (a gymnasium id or env; ``info["start_seed"]`` replays it in
+    MuJoCo) or the first frame of a random episode of a LeRobot dataset / zarr store.
+
+    ## Episode End
+    Terminated when the learned success probability exceeds ``success_threshold`` (or
+    ``success_fn(next_obs)`` is true); ``info["is_success"]`` is always set. Truncated after
+    ``max_episode_steps``.
+
+    ## Arguments
+    ``checkpoint`` (a :class:`WorldActionModel`, a checkpoint folder or ``"default"``), ``embodiment``,
+    ``start`` (default: the reference env), ``reference`` (default: the PushBlock env of the
+    embodiment), ``max_episode_steps`` (80), ``sampling_steps`` (denoising steps per step, 4),
+    ``reward_fn``, ``success_fn``, ``success_threshold`` (0.5), ``render_mode`` (None or "rgb_array"),
+    ``terminate_on_success`` (True; False keeps open-loop comparisons running after a success).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(
+        self,
+        checkpoint: WorldActionModel | str | os.PathLike = "default",
+        embodiment: str = "point",
+        start: str | os.PathLike | gym.Env | StartSource | None = None,
+        reference: str | gym.Env | None = None,
+        max_episode_steps: int = 80,
+        sampling_steps: int = 4,
+        reward_fn: RewardFn | None = None,
+        success_fn: SuccessFn | None = None,
+        success_threshold: float = 0.5,
+        render_mode: str | None = None,
+        terminate_on_success: bool = True,
+    ) -> None:
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r} is not supported; expected None or 'rgb_array'")
+        if not isinstance(max_episode_steps, int) or max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps={max_episode_steps!r}; expected a positive integer")
+        model = load_model(checkpoint)
+        self.imagination = Imagination(model, embodiment, sampling_steps, success_threshold)
+        if reference is None:
+            if embodiment not in PUSH_BLOCK_IDS:
+                raise ValueError(
+                    f"reference=None for embodiment={embodiment!r}; pass the gymnasium id of the env it imitates"
+                )
+            reference = PUSH_BLOCK_IDS[embodiment]
+        self.observation_space, self.action_space = reference_spaces(reference)
+        size = model.config.image_size
+        if self.observation_space["pixels"].shape != (size, size, 3):
+            raise ValueError(
+                f"reference observes pixels of shape {self.observation_space['pixels'].shape}; "
+                f"the model expects ({size}, {size}, 3)"
+            )
+        self.start_source = make_start_source(start if start is not None else reference)
+        self.max_episode_steps = max_episode_steps
+        self.reward_fn = reward_fn
+        self.success_fn = success_fn
+        self.render_mode = render_mode
+        self.terminate_on_success = terminate_on_success
+        self.embodiment = embodiment
+        self._history: np.ndarray | None = None
+        self._state: np.ndarray | None = None
+        self._steps = 0
+        self._clipped = 0
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        return {"pixels": self._history[-1].copy(), "agent_pos": self._state.copy()}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Draw a start from the start source with the env's seeded generator."""
+        super().reset(seed=seed)
+        start = self.start_source.draw(self.np_random)
+        self._history = np.repeat(start.frame[None], self.imagination.context_frames, axis=0)
+        self._state = start.state.astype(np.float32)
+        self._steps = 0
+        self._clipped = 0
+        return self._observation(), {"is_success": False, "clipped_actions": 0, **start.info}
+
+    def step(self, action: np.ndarray):
+        """One imagined control step."""
+        if self._history is None:
+            raise RuntimeError("step() called before reset()")
+        clipped, changed = _check_and_clip(np.reshape(action, self.action_space.shape), self.action_space)
+        self._clipped += int(changed)
+        obs = self._observation()
+        seed = int(self.np_random.integers(2**31 - 1))
+        frames, states, rewards, success = self.imagination.step(
+            self._history[None], self._state[None], clipped[None], seed
+        )
+        self._history = np.concatenate([self._history[1:], frames[:1]])
+        self._state = states[0].astype(np.float32)
+        self._steps += 1
+        next_obs = self._observation()
+        reward = float(self.reward_fn(obs, clipped, next_obs)) if self.reward_fn else float(rewards[0])
+        is_success = bool(self.success_fn(next_obs)) if self.success_fn else bool(success[0])
+        truncated = self._steps >= self.max_episode_steps
+        info = {"is_success": is_success, "clipped_actions": self._clipped, "action_clipped": bool(changed)}
+        return next_obs, reward, is_success and self.terminate_on_success, truncated, info
+
+    def render(self) -> np.ndarray | None:
+        """The current imagined frame (``render_mode="rgb_array"``), else None."""
+        if self.render_mode != "rgb_array" or self._history is None:
+            return None
+        return self._history[-1].copy()
+
+    def close(self) -> None:
+        """Close the start source's env, if any."""
+        close = getattr(self.start_source, "close", None)
+        if close is not None:
+            close()
+
+
+class ForwardDynamicsVectorEnv(VectorEnv):
+    """``num_envs`` imagined episodes stepped with one batched model call per step.
+
+    Same arguments as :class:`ForwardDynamicsEnv` plus ``num_envs``. Autoreset is ``SAME_STEP``:
+    a sub-env that terminates or truncates is reset in place in the same ``step``; the returned
+    observation is the new episode's first, and the last one is in ``info["final_obs"]`` (with
+    ``info["final_info"]``).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10, "autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(
+        self,
+        num_envs: int,
+        checkpoint: WorldActionModel | str | os.PathLike = "default",
+        embodiment: str = "point",
+        start: str | os.PathLike | gym.Env | StartSource | None = None,
+        reference: str | gym.Env | None = None,
+        max_episode_steps: int = 80,
+        sampling_steps: int = 4,
+        reward_fn: RewardFn | None = None,
+        success_fn: SuccessFn | None = None,
+        success_threshold: float = 0.5,
+        terminate_on_success: bool = True,
+    ) -> None:
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r}; expected a positive integer")
+        # One single env holds the validated settings and the start source; the batch state lives here.
+        self.template = ForwardDynamicsEnv(
+            checkpoint,
+            embodiment,
+            start,
+            reference,
+            max_episode_steps,
+            sampling_steps,
+            reward_fn,
+            success_fn,
+            success_threshold,
+            terminate_on_success=terminate_on_success,
+        )
+        self.num_envs = num_envs
+        self.single_observation_space = self.template.observation_space
+        self.single_action_space = self.template.action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.imagination = self.template.imagination
+        tc = self.imagination.context_frames
+        pixels = self.single_observation_space["pixels"].shape
+        self._history = np.zeros((num_envs, tc, *pixels), np.uint8)
+        self._state = np.zeros((num_envs, *self.single_observation_space["agent_pos"].shape), np.float32)
+        self._steps = np.zeros(num_envs, np.int64)
+        self._clipped = np.zeros(num_envs, np.int64)
+        self._rngs: list[np.random.Generator] = []
+        self._started = False
+
+    def _observations(self) -> dict[str, np.ndarray]:
+        return {"pixels": self._history[:, -1].copy(), "agent_pos": self._state.copy()}
+
+    def _start(self, index: int) -> None:
+        start = self.template.start_source.draw(self._rngs[index])
+        self._history[index] = start.frame[None]
+        self._state[index] = start.state
+        self._steps[index] = 0
+        self._clipped[index] = 0
+
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
+        """Reset every sub-env; ``seed`` is one int (sub-env i gets seed + i) or one per sub-env."""
+        if seed is None or isinstance(seed, int):
+            seeds = [None if seed is None else seed + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed has {len(seeds)} entries; expected num_envs={self.num_envs}")
+        self._rngs = [np.random.default_rng(s) for s in seeds]
+        for i in range(self.num_envs):
+            self._start(i)
+        self._started = True
+        info = {"is_success": np.zeros(self.num_envs, bool), "clipped_actions": np.zeros(self.num_envs, np.int64)}
+        return self._observations(), info
+
+    def step(self, actions: np.ndarray):
+        """One batched imagined step for every sub-env; finished ones are reset in place."""
+        if not self._started:
+            raise RuntimeError("step() called before reset()")
+        actions = np.asarray(actions)
+        if actions.shape != self.action_space.shape:
+            raise ValueError(f"actions has shape {actions.shape}; expected {self.action_space.shape}")
+        clipped, changed = _check_and_clip(actions, self.single_action_space)
+        self._clipped += changed
+        obs = self._observations()
+        seed = int(self._rngs[0].integers(2**31 - 1))
+        frames, states, rewards, success = self.imagination.step(self._history, self._state, clipped, seed)
+        self._history = np.concatenate([self._history[:, 1:], frames[:, None]], 1)
+        self._state = states.astype(np.float32)
+        self._steps += 1
+        next_obs = self._observations()
+        t = self.template
+        if t.reward_fn is not None:
+            rewards = np.array([t.reward_fn(_row(obs, i), clipped[i], _row(next_obs, i)) for i in range(self.num_envs)])
+        if t.success_fn is not None:
+            success = np.array([bool(t.success_fn(_row(next_obs, i))) for i in range(self.num_envs)])
+        success = success.astype(bool)
+        terminated = success & t.terminate_on_success
+        truncated = (self._steps >= t.max_episode_steps) & ~terminated
+        info: dict[str, Any] = {
+            "is_success": success.copy(),
+            "clipped_actions": self._clipped.copy(),
+            "action_clipped": changed,
+        }
+        done = terminated | truncated
+        if done.any():
+            info["final_obs"] = np.array([_row(next_obs, i) if done[i] else None for i in range(self.num_envs)])
+            info["final_info"] = {"is_success": success.copy(), "_is_success": done.copy()}
+            info["_final_obs"] = done.copy()
+            for i in np.flatnonzero(done):
+                self._start(int(i))
+            next_obs = self._observations()
+        return next_obs, rewards.astype(np.float64), terminated, truncated, info
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close the start source."""
+        self.template.close()
+
+
+def _row(obs: dict[str, np.ndarray], index: int) -> dict[str, np.ndarray]:
+    return {k: v[index] for k, v in obs.items()}

@@ -1,0 +1,147 @@
+"""Where an imagined episode starts: a real env's reset, or the first frame of a recorded episode.
+
+A start source hands :class:`~cosmos_robot.envs.forward_dynamics.ForwardDynamicsEnv` the observed
+context of a new episode: a rendered frame and the agent's state. Starts from a real env carry the
+seed they were reset with, so the same episode can be replayed in MuJoCo for comparison.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+
+from cosmos_robot.keys import OBS_STATE
+
+
+@dataclass
+class Start:
+    """The observed context of a new episode.
+
+    Attributes:
+        frame: (H, W, 3) uint8 first frame.
+        state: (S,) float32 agent state at that frame.
+        info: where it came from (``start_seed`` for env starts, ``episode`` for dataset starts).
+    """
+
+    frame: np.ndarray
+    state: np.ndarray
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class StartSource(Protocol):
+    """Anything that draws starts from a seeded generator."""
+
+    def draw(self, rng: np.random.Generator) -> Start:
+        """A new start."""
+        ...
+
+
+class EnvStarts:
+    """Starts from a real env's ``reset``: its first observation (``pixels`` and ``agent_pos``).
+
+    Args:
+        env: a gymnasium id or an env observing ``{"pixels", "agent_pos"}`` (PushBlock, or
+            ``cosmos_robot.envs.gym_adapter.make_env``).
+    """
+
+    def __init__(self, env: str | gym.Env) -> None:
+        if isinstance(env, str):
+            from cosmos_robot.envs.gym_adapter import make_env
+
+            env = make_env(env)
+        keys = set(getattr(env.observation_space, "spaces", {}))
+        if not {"pixels", "agent_pos"} <= keys:
+            raise ValueError(
+                f"env={env} observes {sorted(keys) or env.observation_space}; expected a Dict with 'pixels' and "
+                "'agent_pos' (wrap gymnasium envs with cosmos_robot.envs.gym_adapter.make_env)"
+            )
+        self.env = env
+
+    def draw(self, rng: np.random.Generator) -> Start:
+        """Reset the env with a seed from ``rng``."""
+        seed = int(rng.integers(2**31 - 1))
+        obs, _ = self.env.reset(seed=seed)
+        return Start(np.asarray(obs["pixels"]).copy(), np.asarray(obs["agent_pos"], np.float32), {"start_seed": seed})
+
+    def close(self) -> None:
+        """Close the env."""
+        self.env.close()
+
+
+class DatasetStarts:
+    """Starts from the first frame of a random episode of a LeRobot dataset or zarr store.
+
+    Args:
+        path: the dataset folder.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        from cosmos_robot.datasets.windows import open_episodes
+
+        self.path = Path(path)
+        episodes = open_episodes(self.path)
+        if not episodes.image_keys:
+            raise ValueError(f"dataset={str(self.path)!r} has no image feature; expected recorded frames")
+        if OBS_STATE not in episodes.data:
+            raise ValueError(f"dataset={str(self.path)!r} has no {OBS_STATE!r}; expected the agent state")
+        firsts = np.concatenate([[0], episodes.episode_ends[:-1]]).astype(int)
+        self.frames = np.asarray(episodes.data[episodes.image_keys[0]][firsts])
+        self.states = np.asarray(episodes.data[OBS_STATE][firsts], np.float32)
+        self.embodiment = episodes.robot_type or episodes.meta.get("embodiment")
+
+    def draw(self, rng: np.random.Generator) -> Start:
+        """The first frame and state of a random episode."""
+        episode = int(rng.integers(len(self.frames)))
+        return Start(self.frames[episode].copy(), self.states[episode].copy(), {"episode": episode})
+
+    def close(self) -> None:
+        """Nothing to free."""
+
+
+class FixedStarts:
+    """Given starts, handed out in order (cycling): evaluation replays known MuJoCo starts with them.
+
+    Args:
+        starts: the starts, e.g. first frames and states of seeded MuJoCo episodes.
+    """
+
+    def __init__(self, starts: list[Start]) -> None:
+        if not starts:
+            raise ValueError("starts=[] is empty; expected at least one Start")
+        self.starts = list(starts)
+        self._next = 0
+
+    def draw(self, rng: np.random.Generator) -> Start:
+        """The next start in order (``rng`` is not used: the order is the point)."""
+        start = self.starts[self._next % len(self.starts)]
+        self._next += 1
+        return Start(start.frame.copy(), start.state.copy(), dict(start.info))
+
+    def rewind(self) -> None:
+        """Hand out the first start next."""
+        self._next = 0
+
+    def close(self) -> None:
+        """Nothing to free."""
+
+
+def make_start_source(start: str | os.PathLike | gym.Env | StartSource) -> StartSource:
+    """A start source from a gymnasium id, an env, a dataset folder, or an object with ``draw``."""
+    if hasattr(start, "draw"):
+        return start  # type: ignore[return-value]
+    if isinstance(start, gym.Env):
+        return EnvStarts(start)
+    text = str(start)
+    if Path(text).exists():
+        return DatasetStarts(text)
+    if text in gym.registry:
+        return EnvStarts(text)
+    raise ValueError(
+        f"start={text!r} is neither a dataset folder nor a registered gymnasium id; expected e.g. "
+        "'cosmos_robot/PushBlockPoint-v0' or a LeRobot dataset / zarr store path"
+    )

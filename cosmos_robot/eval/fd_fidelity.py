@@ -1,0 +1,184 @@
+"""Forward-dynamics fidelity against MuJoCo: same seeded start, same actions, open loop.
+
+For each action source (expert, noisy expert, random) and each seeded episode, MuJoCo runs the
+source for ``horizon`` steps and records frames, agent states and actions. The learned env
+(:class:`ForwardDynamicsVectorEnv`, all episodes in one batch) starts from the same first frame and
+state and is fed the same actions. Per horizon: PSNR and SSIM of imagined vs real frames, agent-state
+error, and the copy-last-frame baseline (the first frame held). Action following: the same starts
+fed another episode's actions (rolled by one across episodes); ``delta_psnr_shuffled`` is the PSNR
+lost at horizon 8, and a model that ignores its actions scores ~0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from tqdm.auto import tqdm
+
+from cosmos_robot.envs import PUSH_BLOCK_IDS
+from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
+from cosmos_robot.envs.start_sources import FixedStarts, Start
+from cosmos_robot.eval.metrics import psnr, ssim
+from cosmos_robot.policies.scripted import ScriptedExpert
+from cosmos_robot.recipes import EVAL_SEED
+from cosmos_robot.world_model import WorldActionModel
+
+SOURCES = {"expert": 0.0, "noisy": 0.5, "random": 1.0}
+SHUFFLED_AT = 8
+
+
+def record_mujoco(env_id: str, noise: float, seeds: list[int], horizon: int) -> dict[str, np.ndarray]:
+    """Run a scripted source in MuJoCo: frames (E, H+1, ...), states (E, H+1, S), actions (E, H, A)."""
+    env = gym.make(env_id)
+    frames, states, actions = [], [], []
+    try:
+        for seed in seeds:
+            obs, info = env.reset(seed=seed)
+            policy = ScriptedExpert.for_env(env, noise=noise, seed=seed)
+            ep_frames, ep_states, ep_actions = [obs["pixels"]], [obs["agent_pos"]], []
+            for _ in range(horizon):
+                action = policy.act(obs, info)
+                # Step the unwrapped env: a success before the horizon must not end the recording.
+                obs, _, _, _, info = env.unwrapped.step(action)
+                ep_frames.append(obs["pixels"])
+                ep_states.append(obs["agent_pos"])
+                ep_actions.append(action)
+            frames.append(np.stack(ep_frames))
+            states.append(np.stack(ep_states))
+            actions.append(np.stack(ep_actions))
+    finally:
+        env.close()
+    return {"frames": np.stack(frames), "states": np.stack(states), "actions": np.stack(actions)}
+
+
+def imagine(
+    envs: ForwardDynamicsVectorEnv, starts: FixedStarts, actions: np.ndarray, seed: int
+) -> dict[str, np.ndarray]:
+    """Open-loop rollout of ``actions`` (E, H, A) in the learned env from the fixed starts."""
+    starts.rewind()
+    obs, _ = envs.reset(seed=seed)
+    frames, states = [obs["pixels"]], [obs["agent_pos"]]
+    for h in range(actions.shape[1]):
+        obs, _, _, _, _ = envs.step(actions[:, h])
+        frames.append(obs["pixels"])
+        states.append(obs["agent_pos"])
+    return {"frames": np.stack(frames, 1), "states": np.stack(states, 1)}
+
+
+def _per_horizon(real: dict[str, np.ndarray], pred: dict[str, np.ndarray]) -> dict[str, list[float]]:
+    e, h1 = real["frames"].shape[:2]
+    hs = range(1, h1)
+    return {
+        "psnr": [float(np.mean([psnr(pred["frames"][i, h], real["frames"][i, h]) for i in range(e)])) for h in hs],
+        "ssim": [float(np.mean([ssim(pred["frames"][i, h], real["frames"][i, h]) for i in range(e)])) for h in hs],
+        "psnr_copy_last": [
+            float(np.mean([psnr(real["frames"][i, 0], real["frames"][i, h]) for i in range(e)])) for h in hs
+        ],
+        "state_error": [float(np.linalg.norm(pred["states"][:, h] - real["states"][:, h], axis=-1).mean()) for h in hs],
+    }
+
+
+def evaluate_fd(
+    model: WorldActionModel,
+    embodiment: str = "point",
+    episodes: int = 8,
+    horizon: int = 16,
+    sampling_steps: int = 4,
+    seed: int = EVAL_SEED,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Fidelity of the learned env against MuJoCo (see the module docstring); returns the JSON dict."""
+    if embodiment not in PUSH_BLOCK_IDS:
+        raise ValueError(f"embodiment={embodiment!r}; expected one of {sorted(PUSH_BLOCK_IDS)}")
+    if horizon < SHUFFLED_AT:
+        raise ValueError(f"horizon={horizon}; expected at least {SHUFFLED_AT} (action following is read there)")
+    if episodes < 2:
+        raise ValueError(f"episodes={episodes}; expected at least 2 (shuffling swaps actions between episodes)")
+    env_id = PUSH_BLOCK_IDS[embodiment]
+    seeds = [seed + i for i in range(episodes)]
+    per_source: dict[str, Any] = {}
+    pooled: dict[str, list[list[float]]] = {}
+    example = None
+    for name, noise in tqdm(SOURCES.items(), desc=f"eval fd {embodiment}", disable=not progress):
+        real = record_mujoco(env_id, noise, seeds, horizon)
+        starts = FixedStarts([Start(real["frames"][i, 0], real["states"][i, 0]) for i in range(episodes)])
+        # Open loop: a learned success must not reset a sub-env mid-rollout.
+        envs = ForwardDynamicsVectorEnv(
+            episodes,
+            model,
+            embodiment,
+            start=starts,
+            sampling_steps=sampling_steps,
+            max_episode_steps=horizon + 1,
+            terminate_on_success=False,
+        )
+        pred = imagine(envs, starts, real["actions"], seed)
+        shuffled = imagine(envs, starts, np.roll(real["actions"], 1, axis=0), seed)
+        envs.close()
+        metrics = _per_horizon(real, pred)
+        metrics["psnr_shuffled"] = _per_horizon(real, shuffled)["psnr"]
+        metrics["delta_psnr_shuffled"] = metrics["psnr"][SHUFFLED_AT - 1] - metrics["psnr_shuffled"][SHUFFLED_AT - 1]
+        per_source[name] = metrics
+        for key in ("psnr", "ssim", "psnr_copy_last", "state_error", "psnr_shuffled"):
+            pooled.setdefault(key, []).append(metrics[key])
+        if example is None:
+            example = {"real": real["frames"][0], "imagined": pred["frames"][0]}
+    result: dict[str, Any] = {
+        "embodiment": embodiment,
+        "horizon": list(range(1, horizon + 1)),
+        **{key: np.mean(values, axis=0).tolist() for key, values in pooled.items()},
+        "per_source": per_source,
+        "episodes_per_source": episodes,
+        "sources": SOURCES,
+        "sampling_steps": sampling_steps,
+        "seeds": [seeds[0], seeds[-1]],
+    }
+    result["delta_psnr_shuffled"] = result["psnr"][SHUFFLED_AT - 1] - result["psnr_shuffled"][SHUFFLED_AT - 1]
+    result["beats_copy_last_at"] = [
+        h for h, (a, b) in enumerate(zip(result["psnr"], result["psnr_copy_last"], strict=True), 1) if a > b
+    ]
+    result["_example"] = example
+    return result
+
+
+def plot_fd(result: dict[str, Any], path: str | Path) -> Path:
+    """PSNR per horizon (ours, copy-last, shuffled actions) and state error, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    h = result["horizon"]
+    left.plot(h, result["psnr"], "o-", label="learned env")
+    left.plot(h, result["psnr_copy_last"], "s--", label="copy-last frame")
+    left.plot(h, result["psnr_shuffled"], "x:", label="learned env, shuffled actions")
+    left.set_xlabel("horizon (steps)")
+    left.set_ylabel("PSNR vs MuJoCo (dB)")
+    left.legend()
+    left.set_title(f"{result['embodiment']}: frame fidelity")
+    right.plot(h, result["state_error"], "o-")
+    right.set_xlabel("horizon (steps)")
+    right.set_ylabel("agent_pos error (raw units)")
+    right.set_title("state error")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def frame_strip(real: np.ndarray, imagined: np.ndarray, path: str | Path, every: int = 2) -> Path:
+    """Real (top row) and imagined (bottom row) frames side by side, upscaled 2x, as a PNG."""
+    import imageio.v3 as iio
+
+    picks = list(range(0, len(real), every))
+    top = np.concatenate([real[i] for i in picks], 1)
+    bottom = np.concatenate([imagined[i] for i in picks], 1)
+    strip = np.concatenate([top, bottom], 0).repeat(2, 0).repeat(2, 1)
+    path = Path(path)
+    iio.imwrite(path, strip)
+    return path

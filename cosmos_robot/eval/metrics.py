@@ -1,0 +1,62 @@
+"""Image and ranking metrics used by every evaluation: PSNR, SSIM, Spearman, Pearson."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    """Peak signal-to-noise ratio (dB) of two uint8 images or image stacks (100 dB when identical)."""
+    mse = float(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
+    return 100.0 if mse == 0 else 10.0 * np.log10(255.0**2 / mse)
+
+
+def _box_mean(x: np.ndarray, size: int) -> np.ndarray:
+    """Mean over every ``size`` x ``size`` window (valid positions) of (..., H, W)."""
+    c = np.cumsum(np.cumsum(x, axis=-2), axis=-1)
+    c = np.pad(c, [(0, 0)] * (x.ndim - 2) + [(1, 0), (1, 0)])
+    s = c[..., size:, size:] - c[..., :-size, size:] - c[..., size:, :-size] + c[..., :-size, :-size]
+    return s / (size * size)
+
+
+def ssim(a: np.ndarray, b: np.ndarray, window: int = 7) -> float:
+    """Structural similarity of two uint8 (H, W, 3) images: 7x7 box windows, averaged over channels.
+
+    The constants are Wang et al. (2004)'s (K1 = 0.01, K2 = 0.03, L = 255).
+    """
+    x = np.moveaxis(np.asarray(a, np.float64), -1, 0)
+    y = np.moveaxis(np.asarray(b, np.float64), -1, 0)
+    c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
+    mx, my = _box_mean(x, window), _box_mean(y, window)
+    vx = _box_mean(x * x, window) - mx * mx
+    vy = _box_mean(y * y, window) - my * my
+    cov = _box_mean(x * y, window) - mx * my
+    s = ((2 * mx * my + c1) * (2 * cov + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    return float(s.mean())
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share the mean rank)."""
+    x = np.asarray(x, np.float64)
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x), dtype=np.float64)
+    for value in np.unique(x):
+        tied = x == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson correlation; 0 when either side is constant."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if len(x) != len(y) or len(x) < 2:
+        raise ValueError(f"pearson needs two equal-length series of at least 2 values; got {len(x)} and {len(y)}")
+    dx, dy = x - x.mean(), y - y.mean()
+    denom = np.sqrt((dx * dx).sum() * (dy * dy).sum())
+    return 0.0 if denom == 0 else float((dx * dy).sum() / denom)
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman rank correlation (Pearson of average ranks)."""
+    return pearson(_ranks(x), _ranks(y))

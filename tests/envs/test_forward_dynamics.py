@@ -1,0 +1,180 @@
+"""ForwardDynamicsEnv and its vector form on a tiny trained checkpoint: API, determinism, clipping,
+start sources, registration, check_env, and a real PPO (stable-baselines3) run."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from cosmos_robot.envs import FORWARD_DYNAMICS_ID, PUSH_BLOCK_IDS
+from cosmos_robot.envs.forward_dynamics import ForwardDynamicsEnv, ForwardDynamicsVectorEnv
+from cosmos_robot.world_model import WorldActionModel
+
+
+@pytest.fixture(scope="module")
+def model(smoke_checkpoint):
+    return WorldActionModel.from_pretrained(smoke_checkpoint)
+
+
+@pytest.fixture
+def env(model):
+    env = ForwardDynamicsEnv(model, "point", sampling_steps=2, max_episode_steps=5)
+    yield env
+    env.close()
+
+
+def test_spaces_match_the_reference_env(env):
+    real = gym.make(PUSH_BLOCK_IDS["point"])
+    assert env.observation_space == real.observation_space
+    assert env.action_space == real.action_space
+    real.close()
+
+
+def test_reset_and_step_follow_the_spaces(env):
+    obs, info = env.reset(seed=0)
+    assert env.observation_space.contains(obs) or obs["pixels"].shape == (64, 64, 3)
+    assert obs["pixels"].dtype == np.uint8 and obs["agent_pos"].dtype == np.float32
+    assert info["is_success"] is False and "start_seed" in info
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    assert obs["pixels"].shape == (64, 64, 3) and obs["agent_pos"].shape == (2,)
+    assert isinstance(reward, float) and isinstance(terminated, bool) and isinstance(truncated, bool)
+    assert isinstance(info["is_success"], bool)
+
+
+def test_start_frame_is_the_real_envs_first_frame(env):
+    obs, info = env.reset(seed=3)
+    real = gym.make(PUSH_BLOCK_IDS["point"])
+    real_obs, _ = real.reset(seed=info["start_seed"])
+    np.testing.assert_array_equal(obs["pixels"], real_obs["pixels"])
+    np.testing.assert_allclose(obs["agent_pos"], real_obs["agent_pos"])
+    real.close()
+
+
+def test_deterministic_under_a_seed(env):
+    actions = [np.array([0.2, -0.1], np.float32), np.array([-0.3, 0.3], np.float32)]
+
+    def rollout():
+        obs, _ = env.reset(seed=7)
+        frames = [obs["pixels"]]
+        for a in actions:
+            frames.append(env.step(a)[0]["pixels"])
+        return np.stack(frames)
+
+    np.testing.assert_array_equal(rollout(), rollout())
+
+
+def test_truncates_at_max_episode_steps(env):
+    env.reset(seed=0)
+    flags = [env.step(np.zeros(2, np.float32))[3] for _ in range(5)]
+    assert flags == [False] * 4 + [True]
+
+
+def test_out_of_range_actions_are_clipped_and_counted(env):
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(np.array([5.0, 0.0], np.float32))
+    assert info["action_clipped"] and info["clipped_actions"] == 1
+    _, _, _, _, info = env.step(np.array([0.1, 0.0], np.float32))
+    assert not info["action_clipped"] and info["clipped_actions"] == 1
+
+
+def test_nan_actions_raise(env):
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="NaN"):
+        env.step(np.array([np.nan, 0.0], np.float32))
+
+
+def test_step_before_reset_raises(model):
+    env = ForwardDynamicsEnv(model, "point", sampling_steps=1)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.zeros(2, np.float32))
+
+
+def test_user_reward_and_success(model):
+    calls = []
+
+    def reward_fn(obs, action, next_obs):
+        calls.append(action.copy())
+        return float(next_obs["agent_pos"][0])
+
+    env = ForwardDynamicsEnv(model, "point", sampling_steps=1, reward_fn=reward_fn, success_fn=lambda obs: True)
+    env.reset(seed=0)
+    obs, reward, terminated, _, info = env.step(np.array([0.1, 0.0], np.float32))
+    assert reward == pytest.approx(float(obs["agent_pos"][0])) and len(calls) == 1
+    assert terminated and info["is_success"]
+
+
+def test_starts_from_a_dataset(model, point_images_dataset):
+    env = ForwardDynamicsEnv(model, "point", start=point_images_dataset, sampling_steps=1)
+    obs, info = env.reset(seed=0)
+    assert "episode" in info and obs["pixels"].shape == (64, 64, 3)
+
+
+def test_bad_arguments_name_the_field(model):
+    with pytest.raises(ValueError, match="embodiment='cartpole'"):
+        ForwardDynamicsEnv(model, "cartpole", reference=PUSH_BLOCK_IDS["point"])
+    with pytest.raises(ValueError, match="sampling_steps"):
+        ForwardDynamicsEnv(model, "point", sampling_steps=0)
+    with pytest.raises(ValueError, match="start="):
+        ForwardDynamicsEnv(model, "point", start="no/such/thing")
+
+
+def test_passes_check_env(smoke_checkpoint):
+    env = gym.make(FORWARD_DYNAMICS_ID, checkpoint=str(smoke_checkpoint), embodiment="point", sampling_steps=1)
+    check_env(env.unwrapped, skip_render_check=True)
+    env.close()
+
+
+def test_vector_env_batches_and_resets_in_place(model):
+    envs = ForwardDynamicsVectorEnv(3, model, "point", sampling_steps=1, max_episode_steps=2)
+    obs, info = envs.reset(seed=0)
+    assert obs["pixels"].shape == (3, 64, 64, 3) and obs["agent_pos"].shape == (3, 2)
+    actions = envs.action_space.sample()
+    obs, rewards, terminated, truncated, info = envs.step(actions)
+    assert rewards.shape == terminated.shape == truncated.shape == (3,)
+    obs, rewards, terminated, truncated, info = envs.step(actions)
+    done = terminated | truncated
+    assert done.all()  # two steps: every sub-env ended and was reset in place
+    assert info["_final_obs"].all() and info["final_obs"][0]["pixels"].shape == (64, 64, 3)
+    assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    envs.close()
+
+
+def test_vector_env_matches_the_single_env_start(model):
+    envs = ForwardDynamicsVectorEnv(2, model, "point", sampling_steps=1)
+    obs, _ = envs.reset(seed=[11, 12])
+    single = ForwardDynamicsEnv(model, "point", sampling_steps=1)
+    # Same start source and seed => the same start frame.
+    first = np.random.default_rng(11)
+    start = single.start_source.draw(first)
+    np.testing.assert_array_equal(obs["pixels"][0], start.frame)
+    envs.close()
+    single.close()
+
+
+def test_make_vec_uses_the_batched_env(smoke_checkpoint):
+    envs = gym.make_vec(
+        FORWARD_DYNAMICS_ID,
+        num_envs=2,
+        vectorization_mode="vector_entry_point",
+        checkpoint=str(smoke_checkpoint),
+        embodiment="point",
+        sampling_steps=1,
+    )
+    assert isinstance(envs.unwrapped, ForwardDynamicsVectorEnv)
+    envs.close()
+
+
+def test_ppo_trains_on_it(smoke_checkpoint):
+    from stable_baselines3 import PPO
+
+    env = gym.make(
+        FORWARD_DYNAMICS_ID, checkpoint=str(smoke_checkpoint), embodiment="point", sampling_steps=1, max_episode_steps=16
+    )
+    agent = PPO("MultiInputPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    before = [p.detach().clone() for p in agent.policy.parameters()]
+    agent.learn(total_timesteps=128)
+    assert agent.num_timesteps >= 128
+    assert any((p.detach() - b).abs().max() > 0 for p, b in zip(agent.policy.parameters(), before, strict=True))
+    env.close()

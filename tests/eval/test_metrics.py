@@ -1,0 +1,34 @@
+"""PSNR, SSIM and rank correlations on cases with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosmos_robot.eval.metrics import pearson, psnr, spearman, ssim
+
+
+def test_psnr_of_identical_and_known_error():
+    a = np.full((8, 8, 3), 100, np.uint8)
+    assert psnr(a, a) == 100.0
+    assert psnr(a, a + 1) == pytest.approx(10 * np.log10(255**2 / 1.0))
+
+
+def test_ssim_is_one_for_identical_and_falls_with_noise():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, (32, 32, 3)).astype(np.uint8)
+    assert ssim(a, a) == pytest.approx(1.0)
+    small = np.clip(a + rng.normal(0, 5, a.shape), 0, 255).astype(np.uint8)
+    large = np.clip(a + rng.normal(0, 40, a.shape), 0, 255).astype(np.uint8)
+    assert 1.0 > ssim(a, small) > ssim(a, large) > 0.0
+
+
+def test_rank_correlations():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    assert spearman(x, x**3) == pytest.approx(1.0)
+    assert spearman(x, -x) == pytest.approx(-1.0)
+    assert pearson(x, 2 * x + 1) == pytest.approx(1.0)
+    assert spearman(np.array([0.0, 0.0, 1.0]), np.array([1.0, 2.0, 3.0])) == pytest.approx(np.sqrt(3) / 2)
+    assert pearson(np.ones(3), x[:3]) == 0.0
+    with pytest.raises(ValueError, match="equal-length"):
+        pearson(x, x[:2])
