@@ -169,9 +169,8 @@ def test_make_vec_uses_the_batched_env(smoke_checkpoint):
 def test_ppo_trains_on_it(smoke_checkpoint):
     from stable_baselines3 import PPO
 
-    env = gym.make(
-        FORWARD_DYNAMICS_ID, checkpoint=str(smoke_checkpoint), embodiment="point", sampling_steps=1, max_episode_steps=16
-    )
+    settings = {"embodiment": "point", "sampling_steps": 1, "max_episode_steps": 16}
+    env = gym.make(FORWARD_DYNAMICS_ID, checkpoint=str(smoke_checkpoint), **settings)
     agent = PPO("MultiInputPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu")
     before = [p.detach().clone() for p in agent.policy.parameters()]
     agent.learn(total_timesteps=128)
