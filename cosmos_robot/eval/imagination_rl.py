@@ -138,7 +138,8 @@ def evaluate_imagination_rl(
 
     if steps < num_envs * 32:
         raise ValueError(f"steps={steps}; expected at least num_envs * 32 = {num_envs * 32}")
-    ppo = {"n_steps": 64, "batch_size": 256, "n_epochs": 5, "gamma": 0.95, "seed": seed, "device": "cpu"}
+    ppo = {"n_steps": 64, "batch_size": min(256, 64 * num_envs), "n_epochs": 5, "gamma": 0.95, "seed": seed}
+    ppo["device"] = "cpu"
 
     imagined_envs = ForwardDynamicsVectorEnv(
         num_envs,
