@@ -246,6 +246,39 @@ def _run_eval_offline(args: argparse.Namespace) -> None:
     )
 
 
+def _add_label(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("label", help="write inverse-dynamics actions onto unlabeled video, as a new LeRobot dataset")
+    p.add_argument("input", help="an mp4 file, a folder of mp4 files, or a LeRobot dataset without actions")
+    p.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
+    p.add_argument("--embodiment", required=True, help="an embodiment of the model, or 'latent' (shared space)")
+    p.add_argument("--out", required=True, help="the new dataset's folder")
+    p.add_argument("--fps", type=float, help="frame rate, when the video does not state it")
+    p.add_argument("--window", type=int, help="frames per window (must be the model's)")
+    p.add_argument("--stride", type=int, default=1, help="frames between window starts")
+    p.add_argument("--steps", type=int, default=10, help="denoising steps")
+    p.add_argument("--task", help="task string written with every frame")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.set_defaults(run=_run_label)
+
+
+def _run_label(args: argparse.Namespace) -> None:
+    from cosmos_robot.label import label
+
+    out = label(
+        args.input,
+        args.checkpoint,
+        args.embodiment,
+        args.out,
+        fps=args.fps,
+        window=args.window,
+        stride=args.stride,
+        steps=args.steps,
+        task=args.task,
+        overwrite=args.overwrite,
+    )
+    print(f"labeled {args.input} with {args.embodiment} actions; wrote {out}")
+
+
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "demo",
@@ -267,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``cosmos-robot`` argument parser."""
     parser = _OneLineParser(prog="cosmos-robot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
-    for add in (_add_collect, _add_convert, _add_train, _add_eval, _add_demo):
+    for add in (_add_collect, _add_convert, _add_train, _add_label, _add_eval, _add_demo):
         add(sub)
     return parser
 

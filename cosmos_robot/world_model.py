@@ -297,12 +297,16 @@ class WorldActionModel:
         steps: int = 10,
         seed: int = 0,
         return_spread: bool = False,
+        stride: int = 1,
+        normalized: bool = False,
+        batch_windows: int = 256,
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Actions (raw units) between consecutive frames of a video.
 
-        Windows of ``num_frames`` frames slide one frame at a time; the predictions of every window that
-        covers a step are averaged (temporal ensemble), and with ``return_spread`` their standard
-        deviation comes back as a per-step confidence.
+        Windows of ``num_frames`` frames start every ``stride`` frames (plus one aligned with the end, so
+        every step is covered); the predictions of every window that covers a step are averaged
+        (temporal ensemble), and with ``return_spread`` their standard deviation comes back as a
+        per-step confidence (0 where a single window covers the step).
 
         Args:
             frames: (N, H, W, 3) or (B, N, H, W, 3) uint8, N >= 2.
@@ -311,9 +315,15 @@ class WorldActionModel:
             steps: Euler steps.
             seed: seeds the sampling noise.
             return_spread: also return the (B, N-1, A) spread across windows.
+            stride: frames between window starts, 1 .. num_frames - 1.
+            normalized: return the model's normalised shared-space values ([-1, 1] at the embodiment's
+                q01/q99) instead of raw units: the "latent" actions labeling returns for unseen robots.
+            batch_windows: windows per model call (bounds memory on long videos).
         """
         self._check_steps(steps)
         entry = self._entry(embodiment)
+        if not isinstance(stride, int) or not 1 <= stride < self.num_frames:
+            raise ValueError(f"stride={stride!r}; expected an integer in 1..{self.num_frames - 1}")
         if fps is not None and abs(float(fps) - self.fps) > 1e-6:
             raise ValueError(f"fps={fps}; this model expects {self.fps:g} fps video (resample it first)")
         frames = self._frames(frames, "frames", 4)
@@ -322,21 +332,28 @@ class WorldActionModel:
             raise ValueError(f"frames has {n} frame(s); expected at least 2 to infer an action")
         t = self.num_frames
         padded = np.concatenate([frames, np.repeat(frames[:, -1:], max(0, t - n), 1)], 1)
-        starts = list(range(0, max(1, padded.shape[1] - t + 1)))
-        windows = np.stack([padded[:, s : s + t] for s in starts], 1).reshape(b * len(starts), t, *frames.shape[2:])
-        bw = windows.shape[0]
-        tokens = self._encode(windows)
-        zeros_a = np.zeros((bw, t - 1, entry.embodiment.action_dim), np.float32)
-        zeros_s = np.zeros((bw, t, entry.embodiment.state_dim), np.float32)
-        start_time = np.repeat(np.asarray(starts, dtype=np.float64)[None] / self.fps, b, 0).reshape(-1)
-        reasoner = self._reasoner(entry, windows[:, : self.context_frames], None, None, start_time)
-        template = self._template(entry, bw, tokens, zeros_a, zeros_s, start_time)
+        last = max(0, padded.shape[1] - t)
+        starts = sorted(set(range(0, last + 1, stride)) | {last})
         plan = make_plan(Mode.INVERSE_DYNAMICS, t, t - 1, self.context_frames)
-        sample = sample_plan(
-            self.network, reasoner, template, plan, steps=steps, generator=torch.Generator().manual_seed(seed)
-        )
-        pred = sample.generator.actions[..., : entry.embodiment.action_dim].cpu().numpy()  # (bw, t-1, A)
-        pred = entry.action_norm.denormalize(pred).reshape(b, len(starts), t - 1, -1)
+        generator = torch.Generator().manual_seed(seed)
+        chunks = []
+        per_call = max(1, batch_windows // b)
+        for first in range(0, len(starts), per_call):
+            chunk_starts = starts[first : first + per_call]
+            windows = np.stack([padded[:, s : s + t] for s in chunk_starts], 1)
+            windows = windows.reshape(b * len(chunk_starts), t, *frames.shape[2:])
+            bw = windows.shape[0]
+            zeros_a = np.zeros((bw, t - 1, entry.embodiment.action_dim), np.float32)
+            zeros_s = np.zeros((bw, t, entry.embodiment.state_dim), np.float32)
+            start_time = np.repeat(np.asarray(chunk_starts, dtype=np.float64)[None] / self.fps, b, 0).reshape(-1)
+            reasoner = self._reasoner(entry, windows[:, : self.context_frames], None, None, start_time)
+            template = self._template(entry, bw, self._encode(windows), zeros_a, zeros_s, start_time)
+            sample = sample_plan(self.network, reasoner, template, plan, steps=steps, generator=generator)
+            out = sample.generator.actions[..., : entry.embodiment.action_dim].cpu().numpy()  # (bw, t-1, A)
+            chunks.append(out.reshape(b, len(chunk_starts), t - 1, -1))
+        pred = np.concatenate(chunks, 1)
+        if not normalized:
+            pred = entry.action_norm.denormalize(pred)
         total = np.zeros((b, n - 1, pred.shape[-1]))
         total_sq = np.zeros_like(total)
         count = np.zeros((1, n - 1, 1))

@@ -1,0 +1,153 @@
+"""Labeling: mp4 folders and action-less LeRobot datasets in, a new LeRobot dataset with actions out;
+the source untouched, nothing half-written, clear errors, and the latent-space decoder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from cosmos_robot.cli import main
+from cosmos_robot.datasets.lerobot_io import LeRobotWriter, read_lerobot
+from cosmos_robot.datasets.video_io import write_video
+from cosmos_robot.envs import PUSH_BLOCK_IDS
+from cosmos_robot.keys import ACTION
+from cosmos_robot.label import SPREAD, fit_action_decoder, label
+from cosmos_robot.policies.scripted import ScriptedExpert
+from cosmos_robot.world_model import WorldActionModel
+
+
+def rollout_frames(seed: int, steps: int = 12) -> np.ndarray:
+    env = gym.make(PUSH_BLOCK_IDS["point"])
+    obs, info = env.reset(seed=seed)
+    policy = ScriptedExpert.for_env(env, noise=0.3, seed=seed)
+    frames = [obs["pixels"]]
+    for _ in range(steps):
+        obs, _, _, _, info = env.unwrapped.step(policy.act(obs, info))
+        frames.append(obs["pixels"])
+    env.close()
+    return np.stack(frames)
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("videos")
+    for seed in (1, 2):
+        write_video(folder / f"episode_{seed}.mp4", rollout_frames(seed), fps=10)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def model(smoke_checkpoint):
+    return WorldActionModel.from_pretrained(smoke_checkpoint)
+
+
+def checksum(folder) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_labels_a_folder_of_mp4s(model, videos, tmp_path):
+    before = checksum(videos)
+    out = label(videos, model, "point", tmp_path / "labeled", steps=2, progress=False)
+    data = read_lerobot(out)
+    assert data.num_episodes == 2 and data.num_frames == 2 * 13
+    assert data.data[ACTION].shape == (26, 2) and data.data[SPREAD].shape == (26, 2)
+    assert np.all(np.isfinite(data.data[ACTION])) and np.all(data.data[SPREAD] >= 0)
+    meta = json.loads((out / "meta" / "cosmos_robot.json").read_text())
+    assert meta["embodiment"] == "point" and meta["source"].endswith(videos.name) and len(meta["clips"]) == 2
+    stats = json.loads((out / "meta" / "stats.json").read_text())
+    assert ACTION in stats  # LeRobot recomputed the statistics
+    assert checksum(videos) == before  # the source is never modified
+
+
+def test_labels_an_action_less_lerobot_dataset(model, tmp_path):
+    source = tmp_path / "unlabeled"
+    features = {"observation.images.top": {"dtype": "video", "shape": (64, 64, 3), "names": ["h", "w", "c"]}}
+    with LeRobotWriter(source, fps=10, features=features, robot_type=None, meta={}) as writer:
+        for frame in rollout_frames(3, steps=7):
+            writer.add_frame({"observation.images.top": frame, "task": "push it"})
+        writer.save_episode()
+    before = checksum(source)
+    out = label(source, model, "arm2", tmp_path / "labeled", steps=1, progress=False)
+    data = read_lerobot(out)
+    assert data.num_frames == 8 and data.tasks == ["push it"] and data.robot_type == "arm2"
+    assert checksum(source) == before
+
+
+def test_cli_label_and_one_line_errors(smoke_checkpoint, videos, tmp_path, capsys):
+    out = tmp_path / "cli_labeled"
+    args = ["label", str(videos), "--checkpoint", str(smoke_checkpoint), "--embodiment", "point", "--steps", "1"]
+    assert main([*args, "--out", str(out)]) == 0 and (out / "meta" / "info.json").is_file()
+    capsys.readouterr()
+    cases = {
+        "unknown embodiment": (["--embodiment", "cartpole"], "cartpole"),
+        "window": (["--window", "3"], "window=3"),
+        "existing out": ([], "already exists"),
+    }
+    for extra, expected in cases.values():
+        assert main([*args, "--out", str(out), *extra]) != 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and expected in err[0]
+
+
+def test_bad_inputs(model, tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "broken.mp4").write_text("not a video")
+    with pytest.raises(ValueError, match="cannot be decoded"):
+        label(bad, model, "point", tmp_path / "o1", progress=False)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="without .mp4"):
+        label(empty, model, "point", tmp_path / "o2", progress=False)
+    short = tmp_path / "short"
+    write_video(short / "s.mp4", rollout_frames(4, steps=2), fps=10)
+    with pytest.raises(ValueError, match="longer than the video"):
+        label(short, model, "point", tmp_path / "o3", progress=False)
+    odd = tmp_path / "odd"
+    write_video(odd / "s.mp4", rollout_frames(4, steps=8), fps=25)
+    with pytest.raises(ValueError, match="fps=25"):
+        label(odd, model, "point", tmp_path / "o4", progress=False)
+    with pytest.raises(ValueError, match="inside the source"):
+        label(odd, model, "point", odd / "labeled", progress=False)
+
+
+def test_an_interrupted_run_leaves_nothing(model, videos, tmp_path, monkeypatch):
+    calls = {"n": 0}
+    real = model.inverse_dynamics
+
+    def fail_on_second(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model, "inverse_dynamics", fail_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        label(videos, model, "point", tmp_path / "partial", steps=1, progress=False)
+    assert not (tmp_path / "partial").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".partial")]
+
+
+def test_latent_labels_and_the_fitted_decoder(model, videos, tmp_path):
+    out = label(videos, model, "latent", tmp_path / "latent", steps=1, progress=False)
+    data = read_lerobot(out)
+    assert (
+        data.data[ACTION].shape[1] == 2
+        and json.loads((out / "meta" / "cosmos_robot.json").read_text())["latent_reference"] in model.embodiments
+    )
+    # The decoder recovers an affine map exactly from enough labeled steps.
+    rng = np.random.default_rng(0)
+    latent = rng.normal(size=(50, 2))
+    weight, bias = np.array([[0.5, -1.0], [2.0, 0.3]]), np.array([0.1, -0.2])
+    decoder = fit_action_decoder(latent, latent @ weight + bias)
+    np.testing.assert_allclose(decoder(latent), latent @ weight + bias, atol=1e-4)
+    with pytest.raises(ValueError, match="same N"):
+        fit_action_decoder(latent, latent[:10])
