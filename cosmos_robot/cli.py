@@ -166,6 +166,17 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     rl.add_argument("--eval-episodes", type=int, default=16, help="MuJoCo episodes per trained policy")
     rl.set_defaults(run=_run_eval_imagination_rl)
 
+    lab = kinds.add_parser("label", help="label rendered MuJoCo episodes; compare with the true actions; replay")
+    lab.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
+    lab.add_argument("--env", default="cosmos_robot/PushBlockPoint-v0", help="a PushBlock id")
+    lab.add_argument("--episodes", type=int, default=10, help="seeded episodes (half expert, half noisy)")
+    lab.add_argument("--steps", type=int, default=10, help="denoising steps")
+    lab.add_argument("--stride", type=int, default=1, help="frames between window starts")
+    lab.add_argument("--baseline-data", nargs="*", help="datasets to train the supervised frame-pair baseline on")
+    lab.add_argument("--baseline-seconds", type=float, default=120.0, help="CPU seconds for the baseline")
+    lab.add_argument("--json", required=True, help="write the metrics here (a PNG plot is written beside it)")
+    lab.set_defaults(run=_run_eval_label)
+
 
 def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True) -> None:
     p.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
@@ -212,6 +223,35 @@ def _run_eval_rank(args: argparse.Namespace) -> None:
     print(
         f"{args.embodiment}: spearman {result['spearman']:.3f} pearson {result['pearson']:.3f} (returns), "
         f"spearman {result['spearman_success']:.3f} (success); written to {args.json}, {plot}"
+    )
+
+
+def _run_eval_label(args: argparse.Namespace) -> None:
+    from cosmos_robot.envs import PUSH_BLOCK_IDS
+    from cosmos_robot.eval.labeling import evaluate_labeling, plot_labeling
+    from cosmos_robot.world_model import WorldActionModel
+
+    embodiments = {v: k for k, v in PUSH_BLOCK_IDS.items()}
+    if args.env not in embodiments:
+        raise ValueError(f"env={args.env!r}; expected one of {sorted(embodiments)}")
+    model = WorldActionModel.from_pretrained(args.checkpoint)
+    result = evaluate_labeling(
+        model,
+        embodiments[args.env],
+        args.env,
+        episodes=args.episodes,
+        steps=args.steps,
+        stride=args.stride,
+        baseline_data=args.baseline_data,
+        baseline_seconds=args.baseline_seconds,
+    )
+    plot = plot_labeling(result, Path(args.json).with_suffix(".png"))
+    result.pop("_example")
+    _write_json(args.json, result)
+    baseline = "n/a" if result["r2_baseline"] is None else f"{result['r2_baseline']:.3f}"
+    print(
+        f"{args.env}: R2 {result['r2']:.3f} (baseline {baseline}); replay success {result['replay_success_rate']:.2f}"
+        f" vs original {result['original_success_rate']:.2f}; written to {args.json}, {plot}"
     )
 
 

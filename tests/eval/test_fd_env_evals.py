@@ -76,3 +76,23 @@ def test_cli_eval_rejects_an_unknown_embodiment(smoke_checkpoint, tmp_path, caps
     assert code != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cartpole" in err[0]
+
+
+def test_label_eval_reports_r2_replay_and_baseline(model, smoke_data, tmp_path):
+    from cosmos_robot.eval.labeling import evaluate_labeling, plot_labeling
+
+    result = evaluate_labeling(
+        model,
+        "point",
+        "cosmos_robot/PushBlockPoint-v0",
+        episodes=2,
+        steps=1,
+        stride=4,
+        baseline_data=[smoke_data[0]],
+        baseline_seconds=2.0,
+        progress=False,
+    )
+    assert len(result["r2_per_dim"]) == 2 and np.isfinite(result["r2"]) and np.isfinite(result["r2_baseline"])
+    assert result["original_success_rate"] > 0 and result["replay_success_ratio"] is not None
+    assert result["final_block_error_m"] >= 0 and result["baseline"]["steps"] > 0
+    assert plot_labeling(result, tmp_path / "label.png").stat().st_size > 1000
