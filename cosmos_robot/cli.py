@@ -129,9 +129,10 @@ def _run_train(args: argparse.Namespace) -> None:
     out = trainer.run()
     if trainer.rank == 0:
         last = trainer.history[-1]
+        rate = (trainer.step - trainer.start_step) * trainer.config.batch_size / max(trainer.elapsed, 1e-9)
         print(
-            f"trained {trainer.step} steps in {trainer.elapsed / 60:.1f} min (autoencoder PSNR "
-            f"{trainer.ae_psnr:.1f} dB); last loss {last['loss']:.3f}; checkpoint at {out}"
+            f"trained {trainer.step} steps in {trainer.elapsed / 60:.1f} min ({rate:.1f} samples/s; autoencoder "
+            f"PSNR {trainer.ae_psnr:.1f} dB); last loss {last['loss']:.3f}; checkpoint at {out}"
         )
         if args.export:
             export_inference(out, args.export)

@@ -330,6 +330,7 @@ class Trainer:
         """Train to ``config.steps``, checkpointing on the way; returns the checkpoint folder."""
         c = self.config
         bar = tqdm(total=c.steps, initial=self.step, desc="world model", disable=not self.progress or self.rank != 0)
+        self.start_step = self.step
         started = time.perf_counter()
         while self.step < c.steps:
             logged = self.train_step()
