@@ -103,6 +103,9 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, help="torch threads per process")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint at --out exactly")
     p.add_argument("--export", help="also write an inference-only float16 copy here (what ships as the default)")
+    p.add_argument(
+        "--autoencoder", help="reuse the frame autoencoder of this checkpoint instead of training one (saves minutes)"
+    )
     p.set_defaults(run=_run_train)
 
 
@@ -123,6 +126,7 @@ def _run_train(args: argparse.Namespace) -> None:
         "lr": args.lr,
         "seed": args.seed,
         "threads": args.threads,
+        "autoencoder": args.autoencoder,
     }
     settings.update({k: v for k, v in overrides.items() if v is not None})
     trainer = Trainer(TrainConfig(datasets=datasets, out=args.out, **settings), resume=args.resume)

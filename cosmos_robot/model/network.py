@@ -12,7 +12,8 @@ token at the same grid cell of its anchor frame (the latest clean frame at or be
 token gets the two frames it leads from and into (flattened, with their flow times); a state token
 gets its frame. Attention can learn these look-ups, but slowly: in 2500 steps the first default model
 learned neither to copy its context frame (frame loss ~1.1, copy-last scores ~0.45) nor to read
-actions off frame pairs (ID R^2 -0.06), while an MLP on frame-latent pairs reaches R^2 0.87 in a minute.
+actions off frame pairs (ID R^2 -0.06). The action path is a small conv net over the pair's latent
+grids (:class:`MotionStem`): a linear map of the flattened pair was still ignored after 1750 steps.
 """
 
 from __future__ import annotations
@@ -139,6 +140,46 @@ def action_frame_index(frame_time: torch.Tensor, action_time: torch.Tensor) -> t
     return into.clamp(1, frame_time.shape[1] - 1)
 
 
+class MotionStem(nn.Module):
+    """What an action token sees of the two frames it spans: a small conv net over their latent grids.
+
+    The frame tokens are un-merged to the autoencoder's (C, 8, 8) latent grid; the pair is stacked
+    with its two flow times as constant channels and run through two 3x3 convolutions. Measured on
+    frame-latent pairs of PushBlock (same data, same samples seen): this conv probe reaches action
+    R^2 0.71 after 12.8k pairs and 0.92 after 51k, where an MLP on the flattened tokens is at 0.15 and
+    0.67 - translation equivariance is what makes "where did the pusher move" cheap to learn.
+    """
+
+    def __init__(self, config: ModelConfig, d_out: int, width: int = 64) -> None:
+        super().__init__()
+        self.channels, self.merge, self.grid = config.latent_channels, config.patch_merge, config.latent_grid
+        side = self.grid * self.merge
+        self.net = nn.Sequential(
+            nn.Conv2d(2 * self.channels + 2, width, 3, padding=1),
+            nn.GELU(approximate="tanh"),
+            nn.Conv2d(width, width, 3, padding=1),
+            nn.GELU(approximate="tanh"),
+            nn.Flatten(),
+            nn.Linear(width * side * side, d_out),
+        )
+
+    def forward(self, frames: torch.Tensor, frame_t: torch.Tensor, into: torch.Tensor) -> torch.Tensor:
+        """frames (B, T, GG, Cf), frame_t (B, T), into (B, K) -> (B, K, d_out)."""
+        b, t = frame_t.shape
+        g, p, c = self.grid, self.merge, self.channels
+        grids = frames.reshape(b, t, g, g, c, p, p).permute(0, 1, 4, 2, 5, 3, 6).reshape(b, t, c, g * p, g * p)
+        k = into.shape[1]
+
+        def pick(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            grid = grids.gather(1, index[..., None, None, None].expand(b, k, *grids.shape[2:]))
+            return grid, frame_t.gather(1, index)
+
+        (before, t0), (after, t1) = pick(into - 1), pick(into)
+        times = torch.stack([t0, t1], -1)[..., None, None].expand(b, k, 2, g * p, g * p).to(grids.dtype)
+        x = torch.cat([before, after, times], 2).flatten(0, 1)  # (B*K, 2C + 2, side, side)
+        return self.net(x).view(b, k, -1)
+
+
 class DomainLinear(nn.Module):
     """One weight matrix per embodiment (domain-aware projection of the shared action space)."""
 
@@ -173,7 +214,7 @@ class WorldActionNetwork(nn.Module):
         self.frame_in = nn.Linear(config.frame_token_dim, d)
         self.frame_anchor_in = nn.Linear(config.frame_token_dim, d)
         frame_flat = config.tokens_per_frame * config.frame_token_dim
-        self.action_frames_in = nn.Linear(2 * frame_flat + 2, d)
+        self.action_frames_in = MotionStem(config, d)
         self.state_frame_in = nn.Linear(frame_flat + 1, d)
         self.action_in = DomainLinear(config.num_domains, config.action_width, d)
         self.state_in = nn.Linear(config.state_width, d)
@@ -256,8 +297,8 @@ class WorldActionNetwork(nn.Module):
         anchor = anchor * (latest >= 0)[..., None, None].to(frames.dtype)
         flat = torch.cat([frames.flatten(2), frame_t[..., None]], -1)  # (B, T, GG*Cf + 1)
         into = action_frame_index(inputs.frame_time, inputs.action_time)
-        pair = torch.cat([flat.gather(1, i[..., None].expand(-1, -1, flat.shape[-1])) for i in (into - 1, into)], -1)
-        return self.frame_anchor_in(anchor.flatten(1, 2)), self.action_frames_in(pair), self.state_frame_in(flat)
+        motion = self.action_frames_in(frames, frame_t, into)
+        return self.frame_anchor_in(anchor.flatten(1, 2)), motion, self.state_frame_in(flat)
 
     def embed_generator(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor]:
         """(tokens (B, Ld, D), per-token modulation (B, Ld, 6D) from each token's flow time)."""
