@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from cosmos_robot.envs.push_block import PushBlockEnv
+from cosmos_robot.eval.metrics import psnr
 from cosmos_robot.world_model import WorldActionModel
 
 
@@ -98,3 +100,19 @@ def test_unknown_backend_and_missing_folder(tmp_path):
         WorldActionModel.from_pretrained("default", backend="cosmos3")
     with pytest.raises(FileNotFoundError):
         WorldActionModel.from_pretrained(tmp_path / "nothing")
+
+
+def test_the_shipped_default_loads_in_one_line_and_predicts():
+    from cosmos_robot.world_model import default_checkpoint_path
+
+    size = sum(p.stat().st_size for p in default_checkpoint_path().iterdir())
+    assert size <= 20 * 2**20, f"the shipped default is {size / 2**20:.1f} MB; the budget is 20 MB"
+    model = WorldActionModel.from_pretrained("default")
+    assert model.embodiments == ["arm2", "point"] and model.config.d_model == 192  # the `small` preset
+    env = gym.make("cosmos_robot/PushBlockPoint-v0")
+    obs, _ = env.reset(seed=0)
+    env.close()
+    pred = model.forward_dynamics(obs["pixels"][None], np.zeros((2, 2), np.float32), "point", states=obs["agent_pos"])
+    assert pred.frames.shape == (1, 2, 64, 64, 3) and pred.frames.dtype == np.uint8
+    # Standing still: the predicted frame stays close to the observed one.
+    assert psnr(pred.frames[0, 0], obs["pixels"]) > 20
