@@ -4,8 +4,9 @@ Seeded MuJoCo episodes (half expert, half noisy expert at 0.3) are rendered to m
 :func:`cosmos_robot.label.label`, and compared with the true actions: per-dimension MSE and R^2, and
 ``r2`` over all dimensions. Replay: the labeled actions run open loop in MuJoCo from the same seeded
 start; ``replay_success_ratio`` is the replays' success rate over the original episodes', and the
-final block positions are compared. The baseline (``r2_baseline``) is a small conv net regressing
-the action from a frame pair, trained on the given datasets for a fixed CPU time.
+final block positions are compared (replaying the true actions is reported too: it must succeed).
+The baseline (``r2_baseline``) is a small conv net regressing the action from a frame pair,
+trained on the given datasets for a fixed CPU time.
 """
 
 from __future__ import annotations
@@ -164,8 +165,9 @@ def evaluate_labeling(
         predicted.append(actions)
         true.append(ep["actions"])
         success, block = replay(env_id, ep["seed"], actions)
+        true_success, _ = replay(env_id, ep["seed"], ep["actions"])  # sanity: the simulator is deterministic
         replays.append({"seed": ep["seed"], "noise": ep["noise"], "original_success": ep["success"],
-                        "replay_success": success,
+                        "replay_success": success, "true_action_replay_success": true_success,
                         "final_block_error_m": float(np.linalg.norm(block - ep["final_block"]))})  # fmt: skip
     pred_all, true_all = np.concatenate(predicted), np.concatenate(true)
     r2 = r2_per_dim(pred_all, true_all)
@@ -183,6 +185,7 @@ def evaluate_labeling(
         "original_success_rate": float(original_rate),
         "replay_success_rate": float(replay_rate),
         "replay_success_ratio": float(replay_rate / original_rate) if original_rate > 0 else None,
+        "true_action_replay_success_rate": float(np.mean([r["true_action_replay_success"] for r in replays])),
         "final_block_error_m": float(np.mean([r["final_block_error_m"] for r in replays])),
         "per_episode": replays,
         "steps": steps,
