@@ -116,15 +116,20 @@ def test_actions_lead_into_the_frame_stamped_with_them():
     assert action_frame_index(frame_time, torch.tensor([[0.05, 0.1, 0.15, 0.2]])).tolist() == [[1, 1, 2, 2]]
 
 
-def test_a_target_frame_token_reads_its_context_cell_directly():
-    # Changing one grid cell of the clean context frame changes the same cell of a noisy target frame
-    # even with attention switched off (gates zero): the anchor path is per cell, not through attention.
-    net = perturbed_network()
+def close_all_gates(net: WorldActionNetwork) -> WorldActionNetwork:
+    """Zero the adaLN modulation, so every block is the identity and only the direct paths remain."""
     with torch.no_grad():
         for block in net.blocks:
             block.modulation_table.zero_()
         net.time_modulation[1].weight.zero_()
         net.time_modulation[1].bias.zero_()
+    return net
+
+
+def test_a_target_frame_token_reads_its_context_cell_directly():
+    # Changing one grid cell of the clean context frame changes the same cell of a noisy target frame
+    # even with attention switched off (gates zero): the anchor path is per cell, not through attention.
+    net = close_all_gates(perturbed_network())
     reasoner, gen = example_inputs(net.config, batch=1, num_frames=3, num_actions=2)
     gen = gen.replace(frame_t=torch.tensor([[0.0, 0.7, 0.7]]))
     moved_frames = gen.frames.clone()
@@ -134,12 +139,7 @@ def test_a_target_frame_token_reads_its_context_cell_directly():
 
 
 def test_an_action_token_reads_the_two_frames_it_spans():
-    net = perturbed_network()
-    with torch.no_grad():
-        for block in net.blocks:
-            block.modulation_table.zero_()
-        net.time_modulation[1].weight.zero_()
-        net.time_modulation[1].bias.zero_()
+    net = close_all_gates(perturbed_network())
     reasoner, gen = example_inputs(net.config, batch=1, num_frames=4, num_actions=3)
     moved_frames = gen.frames.clone()
     moved_frames[0, 2] += 1.0  # frame 2: action 1 leads into it, action 2 leads out of it
