@@ -67,7 +67,7 @@ def test_labels_a_folder_of_mp4s(model, videos, tmp_path):
     assert checksum(videos) == before  # the source is never modified
 
 
-def test_labels_an_action_less_lerobot_dataset(model, tmp_path):
+def test_labels_an_action_less_lerobot_dataset_from_the_cli(smoke_checkpoint, tmp_path):
     source = tmp_path / "unlabeled"
     features = {"observation.images.top": {"dtype": "video", "shape": (64, 64, 3), "names": ["h", "w", "c"]}}
     with LeRobotWriter(source, fps=10, features=features, robot_type=None, meta={}) as writer:
@@ -75,7 +75,9 @@ def test_labels_an_action_less_lerobot_dataset(model, tmp_path):
             writer.add_frame({"observation.images.top": frame, "task": "push it"})
         writer.save_episode()
     before = checksum(source)
-    out = label(source, model, "arm2", tmp_path / "labeled", steps=1, progress=False)
+    out = tmp_path / "labeled"
+    args = [str(source), "--checkpoint", str(smoke_checkpoint), "--embodiment", "arm2", "--steps", "1"]
+    assert main(["label", *args, "--out", str(out)]) == 0
     data = read_lerobot(out)
     assert data.num_frames == 8 and data.tasks == ["push it"] and data.robot_type == "arm2"
     assert checksum(source) == before
