@@ -21,6 +21,9 @@ bench: setup
 	$(PY) benchmarks/bench_experts.py --quick --json out/bench_experts.json
 	$(PY) benchmarks/bench_sampling.py --quick --json out/bench_sampling.json
 	$(PY) benchmarks/bench_train_step.py --quick --json out/bench_train_step.json
+	$(PY) benchmarks/bench_training.py --quick --json out/bench_training.json
+	$(PY) benchmarks/bench_fd_env.py --quick --json out/bench_fd_env.json
+	$(PY) benchmarks/bench_label.py --quick --json out/bench_label.json
 
 lint: setup
 	$(VENV)/bin/ruff check cosmos_robot tests benchmarks
