@@ -207,7 +207,7 @@ class ForwardDynamicsEnv(gym.Env):
             raise RuntimeError("step() called before reset()")
         clipped, changed = _check_and_clip(np.reshape(action, self.action_space.shape), self.action_space)
         self._clipped += int(changed)
-        obs = self._observation()
+        obs = self._observation() if self.reward_fn else None  # a copy only when a reward_fn reads it
         seed = int(self.np_random.integers(2**31 - 1))
         frames, states, rewards, success = self.imagination.step(
             self._history[None], self._state[None], clipped[None], seed
@@ -324,14 +324,14 @@ class ForwardDynamicsVectorEnv(VectorEnv):
             raise ValueError(f"actions has shape {actions.shape}; expected {self.action_space.shape}")
         clipped, changed = _check_and_clip(actions, self.single_action_space)
         self._clipped += changed
-        obs = self._observations()
+        t = self.template
+        obs = self._observations() if t.reward_fn is not None else None  # copies only when a reward_fn reads them
         seed = int(self._rngs[0].integers(2**31 - 1))
         frames, states, rewards, success = self.imagination.step(self._history, self._state, clipped, seed)
         self._history = np.concatenate([self._history[:, 1:], frames[:, None]], 1)
         self._state = states.astype(np.float32)
         self._steps += 1
         next_obs = self._observations()
-        t = self.template
         if t.reward_fn is not None:
             rewards = np.array([t.reward_fn(_row(obs, i), clipped[i], _row(next_obs, i)) for i in range(self.num_envs)])
         if t.success_fn is not None:

@@ -78,8 +78,7 @@ def sb3_vector_env(envs: ForwardDynamicsVectorEnv, key: str = "agent_pos"):
             self._actions = actions
 
         def step_wait(self):
-            clipped = np.clip(self._actions, envs.single_action_space.low, envs.single_action_space.high)
-            obs, rewards, terminated, truncated, info = envs.step(clipped)
+            obs, rewards, terminated, truncated, info = envs.step(self._actions)  # the env clips and counts
             dones = terminated | truncated
             infos: list[dict[str, Any]] = [{"is_success": bool(info["is_success"][i])} for i in range(self.num_envs)]
             for i in np.flatnonzero(dones):

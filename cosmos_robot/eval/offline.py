@@ -16,8 +16,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from cosmos_robot.datasets.windows import open_episodes
+from cosmos_robot.eval.metrics import psnr
 from cosmos_robot.keys import ACTION, OBS_STATE
-from cosmos_robot.model.tokenizers import psnr
 from cosmos_robot.world_model import WorldActionModel
 
 

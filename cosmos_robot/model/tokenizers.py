@@ -7,13 +7,12 @@ frames, then frozen, and the world model generates in its latent space. A 64x64x
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 from tqdm.auto import tqdm
+
+from cosmos_robot.eval.metrics import psnr
 
 
 def frames_to_float(frames_bthwc: torch.Tensor) -> torch.Tensor:
@@ -115,14 +114,6 @@ class FrameAutoencoder(nn.Module):
     def tokens_to_frames(self, tokens: torch.Tensor, grid: int) -> torch.Tensor:
         """Standardised tokens (N, G*G, token_dim) -> uint8 (N, H, W, 3)."""
         return float_to_frames(self.decode(self.from_tokens(tokens * self.token_std + self.token_mean, grid)))
-
-
-def psnr(a_uint8: torch.Tensor | np.ndarray, b_uint8: torch.Tensor | np.ndarray) -> float:
-    """Peak signal-to-noise ratio in dB between two uint8 image stacks."""
-    a = torch.as_tensor(np.asarray(a_uint8), dtype=torch.float64)
-    b = torch.as_tensor(np.asarray(b_uint8), dtype=torch.float64)
-    mse = float(((a - b) ** 2).mean())
-    return 10.0 * math.log10(255.0**2 / max(mse, 1e-10))
 
 
 @torch.no_grad()
