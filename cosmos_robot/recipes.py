@@ -60,7 +60,7 @@ RECIPES: dict[str, Recipe] = {
         + _push_block("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000),
         train={
             "preset": "small",
-            "steps": 5000,
+            "steps": 6000,
             "batch_size": 16,
             "lr": 1e-3,
             "warmup": 200,

@@ -14,6 +14,14 @@ gets its frame. Attention can learn these look-ups, but slowly: in 2500 steps th
 learned neither to copy its context frame (frame loss ~1.1, copy-last scores ~0.45) nor to read
 actions off frame pairs (ID R^2 -0.06). The action path is a small conv net over the pair's latent
 grids (:class:`MotionStem`): a linear map of the flattened pair was still ignored after 1750 steps.
+
+Two more conv paths followed, for the same reason. The second default model still generated the
+same frames for any actions (``eval fd``: delta_psnr_shuffled 0.0 dB) although its predicted states
+followed them: frames saw actions only through attention, and copying the anchor was a strong local
+optimum. :class:`DynamicsStem` now hands every frame token a conv of (its anchor grid, the actions
+taken since the anchor). And the policy had to read block, goal and pusher from one clean frame
+through attention (its action MSE stayed at the mean-action baseline): :class:`MotionStem` also sees
+the anchor of the pair, so a policy action, whose pair is still noise, reads the observed frame.
 """
 
 from __future__ import annotations
@@ -140,22 +148,39 @@ def action_frame_index(frame_time: torch.Tensor, action_time: torch.Tensor) -> t
     return into.clamp(1, frame_time.shape[1] - 1)
 
 
-class MotionStem(nn.Module):
-    """What an action token sees of the two frames it spans: a small conv net over their latent grids.
+def latent_grids(frames: torch.Tensor, config: ModelConfig) -> torch.Tensor:
+    """Frame tokens (B, T, G*G, C*p*p) -> the autoencoder's latent grids (B, T, C, G*p, G*p)."""
+    b, t = frames.shape[:2]
+    g, p, c = config.latent_grid, config.patch_merge, config.latent_channels
+    return frames.reshape(b, t, g, g, c, p, p).permute(0, 1, 4, 2, 5, 3, 6).reshape(b, t, c, g * p, g * p)
 
-    The frame tokens are un-merged to the autoencoder's (C, 8, 8) latent grid; the pair is stacked
-    with its two flow times as constant channels and run through two 3x3 convolutions. Measured on
+
+def pick_frames(grids: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """grids (B, T, C, H, W), index (B, K) with -1 for "none" -> (B, K, C, H, W), zeros where -1."""
+    b, k = index.shape
+    picked = grids.gather(1, index.clamp_min(0)[..., None, None, None].expand(b, k, *grids.shape[2:]))
+    return picked * (index >= 0)[..., None, None, None].to(grids.dtype)
+
+
+class MotionStem(nn.Module):
+    """What an action token sees of the frames around it: a small conv net over their latent grids.
+
+    The frame tokens are un-merged to the autoencoder's (C, 8, 8) latent grid; the pair the action
+    spans (the frame it leads from and the one it leads into) and the pair's anchor (the latest clean
+    frame at or before the first, zeros if none) are stacked with their flow times and the anchor's
+    distance in frames as constant channels, and run through two 3x3 convolutions. Measured on
     frame-latent pairs of PushBlock (same data, same samples seen): this conv probe reaches action
     R^2 0.71 after 12.8k pairs and 0.92 after 51k, where an MLP on the flattened tokens is at 0.15 and
-    0.67 - translation equivariance is what makes "where did the pusher move" cheap to learn.
+    0.67 - translation equivariance is what makes "where did the pusher move" cheap to learn. The
+    anchor is what a policy action reads: in policy mode its pair is still noise.
     """
 
     def __init__(self, config: ModelConfig, d_out: int, width: int = 64) -> None:
         super().__init__()
-        self.channels, self.merge, self.grid = config.latent_channels, config.patch_merge, config.latent_grid
-        side = self.grid * self.merge
+        self.config = config
+        side = config.latent_grid * config.patch_merge
         self.net = nn.Sequential(
-            nn.Conv2d(2 * self.channels + 2, width, 3, padding=1),
+            nn.Conv2d(3 * config.latent_channels + 3, width, 3, padding=1),
             nn.GELU(approximate="tanh"),
             nn.Conv2d(width, width, 3, padding=1),
             nn.GELU(approximate="tanh"),
@@ -166,18 +191,68 @@ class MotionStem(nn.Module):
     def forward(self, frames: torch.Tensor, frame_t: torch.Tensor, into: torch.Tensor) -> torch.Tensor:
         """frames (B, T, GG, Cf), frame_t (B, T), into (B, K) -> (B, K, d_out)."""
         b, t = frame_t.shape
-        g, p, c = self.grid, self.merge, self.channels
-        grids = frames.reshape(b, t, g, g, c, p, p).permute(0, 1, 4, 2, 5, 3, 6).reshape(b, t, c, g * p, g * p)
-        k = into.shape[1]
-
-        def pick(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            grid = grids.gather(1, index[..., None, None, None].expand(b, k, *grids.shape[2:]))
-            return grid, frame_t.gather(1, index)
-
-        (before, t0), (after, t1) = pick(into - 1), pick(into)
-        times = torch.stack([t0, t1], -1)[..., None, None].expand(b, k, 2, g * p, g * p).to(grids.dtype)
-        x = torch.cat([before, after, times], 2).flatten(0, 1)  # (B*K, 2C + 2, side, side)
+        grids = latent_grids(frames, self.config)
+        k, side = into.shape[1], grids.shape[-1]
+        anchor = anchor_frame_index(frame_t).gather(1, into - 1)
+        before, after = pick_frames(grids, into - 1), pick_frames(grids, into)
+        scalars = torch.stack(
+            [frame_t.gather(1, into - 1), frame_t.gather(1, into), (into - 1 - anchor).clamp_max(t) / t], -1
+        )
+        scalars = scalars[..., None, None].expand(b, k, 3, side, side).to(grids.dtype)
+        x = torch.cat([pick_frames(grids, anchor), before, after, scalars], 2).flatten(0, 1)
         return self.net(x).view(b, k, -1)
+
+
+class DynamicsStem(nn.Module):
+    """What a frame token sees of the actions that produce it: a conv over (anchor grid, actions since).
+
+    For frame j with anchor a (the latest clean frame at or before it), the actions leading into
+    frames a+1..j are embedded per embodiment, summed (velocity commands: the sum is the
+    displacement), and broadcast over the anchor's latent grid with their mean flow time, the frame's
+    flow time and the distance j - a. Three 3x3 convolutions (receptive field: the 2 latent cells a
+    pusher moves in 4 steps, and more) end in a p x p strided conv onto the generator's token grid.
+    The last conv starts at zero, so the path opens only as far as the loss asks.
+    """
+
+    def __init__(self, config: ModelConfig, d_out: int, width: int = 64, action_features: int = 16) -> None:
+        super().__init__()
+        self.config = config
+        self.action_embed = DomainLinear(config.num_domains, config.action_width, action_features)
+        p = config.patch_merge
+        self.net = nn.Sequential(
+            nn.Conv2d(config.latent_channels + action_features + 3, width, 3, padding=1),
+            nn.GELU(approximate="tanh"),
+            nn.Conv2d(width, width, 3, padding=1),
+            nn.GELU(approximate="tanh"),
+            nn.Conv2d(width, width, 3, padding=1),
+            nn.GELU(approximate="tanh"),
+            nn.Conv2d(width, d_out, p, stride=p),
+        )
+        nn.init.zeros_(self.net[-1].weight)
+        nn.init.zeros_(self.net[-1].bias)
+
+    def forward(self, inputs: GeneratorInputs) -> torch.Tensor:
+        """-> (B, T*G*G, d_out), in the order of the frame tokens."""
+        frame_t = inputs.frame_t
+        b, t = frame_t.shape
+        grids = latent_grids(inputs.frames, self.config)
+        anchor = anchor_frame_index(frame_t)  # (B, T)
+        into = action_frame_index(inputs.frame_time, inputs.action_time)  # (B, K)
+        frame_index = torch.arange(t, device=frame_t.device)
+        # since[b, j, k]: action k leads into a frame after frame j's anchor and at or before frame j.
+        since = (into[:, None, :] > anchor[:, :, None]) & (into[:, None, :] <= frame_index[None, :, None])
+        since = since.to(grids.dtype)
+        embedded = self.action_embed(inputs.actions * inputs.action_channels[:, None], inputs.domain)
+        summed = torch.einsum("bjk,bkf->bjf", since, embedded)
+        count = since.sum(-1).clamp_min(1.0)
+        action_t = torch.einsum("bjk,bk->bj", since, inputs.action_t.to(grids.dtype)) / count
+        scalars = torch.cat(
+            [summed, torch.stack([action_t, frame_t.to(grids.dtype), (frame_index - anchor).clamp_max(t) / t], -1)], -1
+        )
+        side = grids.shape[-1]
+        x = torch.cat([pick_frames(grids, anchor), scalars[..., None, None].expand(-1, -1, -1, side, side)], 2)
+        out = self.net(x.flatten(0, 1))  # (B*T, d, G, G)
+        return out.flatten(2).transpose(1, 2).reshape(b, t * out.shape[-1] * out.shape[-2], -1)
 
 
 class DomainLinear(nn.Module):
@@ -215,6 +290,7 @@ class WorldActionNetwork(nn.Module):
         self.frame_anchor_in = nn.Linear(config.frame_token_dim, d)
         frame_flat = config.tokens_per_frame * config.frame_token_dim
         self.action_frames_in = MotionStem(config, d)
+        self.frame_actions_in = DynamicsStem(config, d)
         self.state_frame_in = nn.Linear(frame_flat + 1, d)
         self.action_in = DomainLinear(config.num_domains, config.action_width, d)
         self.state_in = nn.Linear(config.state_width, d)
@@ -298,7 +374,8 @@ class WorldActionNetwork(nn.Module):
         flat = torch.cat([frames.flatten(2), frame_t[..., None]], -1)  # (B, T, GG*Cf + 1)
         into = action_frame_index(inputs.frame_time, inputs.action_time)
         motion = self.action_frames_in(frames, frame_t, into)
-        return self.frame_anchor_in(anchor.flatten(1, 2)), motion, self.state_frame_in(flat)
+        frame_path = self.frame_anchor_in(anchor.flatten(1, 2)) + self.frame_actions_in(inputs)
+        return frame_path, motion, self.state_frame_in(flat)
 
     def embed_generator(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor]:
         """(tokens (B, Ld, D), per-token modulation (B, Ld, 6D) from each token's flow time)."""

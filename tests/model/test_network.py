@@ -130,6 +130,9 @@ def test_a_target_frame_token_reads_its_context_cell_directly():
     # Changing one grid cell of the clean context frame changes the same cell of a noisy target frame
     # even with attention switched off (gates zero): the anchor path is per cell, not through attention.
     net = close_all_gates(perturbed_network())
+    with torch.no_grad():  # the conv dynamics path spreads to neighbouring cells: tested on its own below
+        net.frame_actions_in.net[-1].weight.zero_()
+        net.frame_actions_in.net[-1].bias.zero_()
     reasoner, gen = example_inputs(net.config, batch=1, num_frames=3, num_actions=2)
     gen = gen.replace(frame_t=torch.tensor([[0.0, 0.7, 0.7]]))
     moved_frames = gen.frames.clone()
@@ -145,6 +148,29 @@ def test_an_action_token_reads_the_two_frames_it_spans():
     moved_frames[0, 2] += 1.0  # frame 2: action 1 leads into it, action 2 leads out of it
     delta = (net(reasoner, gen).actions - net(reasoner, gen.replace(frames=moved_frames)).actions).abs().sum(-1)[0]
     assert delta[0] == 0 and delta[1] > 0 and delta[2] > 0
+
+
+def test_a_noisy_frame_reads_the_actions_since_its_anchor_directly():
+    # With attention switched off, frame j of a forward-dynamics window changes when an action leading
+    # into frames 1..j changes, and not when a later one does: the dynamics stem, not attention.
+    net = close_all_gates(perturbed_network())
+    reasoner, gen = example_inputs(net.config, batch=1, num_frames=4, num_actions=3)
+    gen = gen.replace(frame_t=torch.tensor([[0.0, 0.6, 0.6, 0.6]]), action_t=torch.zeros(1, 3))
+    moved = gen.actions.clone()
+    moved[0, 1] += 1.0  # action 1 leads into frame 2
+    delta = (net(reasoner, gen).frames - net(reasoner, gen.replace(actions=moved)).frames).abs().sum((-1, -2))[0]
+    assert delta[0] == 0 and delta[1] == 0 and delta[2] > 0 and delta[3] > 0
+
+
+def test_a_policy_action_reads_the_observed_frame_directly():
+    # In policy mode the pair an action spans is noise; its anchor, the observed frame, is what it reads.
+    net = close_all_gates(perturbed_network())
+    reasoner, gen = example_inputs(net.config, batch=1, num_frames=4, num_actions=3)
+    gen = gen.replace(frame_t=torch.tensor([[0.0, 0.6, 0.6, 0.6]]), action_t=torch.full((1, 3), 0.6))
+    moved_frames = gen.frames.clone()
+    moved_frames[0, 0] += 1.0
+    delta = (net(reasoner, gen).actions - net(reasoner, gen.replace(frames=moved_frames)).actions).abs().sum(-1)[0]
+    assert (delta > 0).all()
 
 
 def test_trimming_text_padding_changes_nothing():
