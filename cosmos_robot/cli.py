@@ -171,6 +171,19 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     rl.add_argument("--eval-episodes", type=int, default=16, help="MuJoCo episodes per trained policy")
     rl.set_defaults(run=_run_eval_imagination_rl)
 
+    pol = kinds.add_parser("policy", help="a policy closed loop in MuJoCo from seeded starts (optionally recorded)")
+    pol.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default' (for --policy model)")
+    pol.add_argument("--env", default="cosmos_robot/PushBlockPoint-v0", help="a PushBlock id")
+    pol.add_argument("--policy", default="model", help="model, expert, pixel-expert or random")
+    pol.add_argument("--episodes", type=int, default=10, help="seeded episodes")
+    pol.add_argument("--seed", type=int, default=None, help="seed of the first episode (default: the eval seeds)")
+    pol.add_argument("--steps", type=int, default=10, help="denoising steps per chunk (model)")
+    pol.add_argument("--execute-steps", type=int, help="actions executed per chunk before replanning (model)")
+    pol.add_argument("--temporal-ensemble", type=float, help="replan every step, ensemble with this coefficient")
+    pol.add_argument("--rerun", help="write a rerun recording of the episodes here (.rrd)")
+    pol.add_argument("--json", required=True, help="write the metrics here")
+    pol.set_defaults(run=_run_eval_policy)
+
     lab = kinds.add_parser("label", help="label rendered MuJoCo episodes; compare with the true actions; replay")
     lab.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
     lab.add_argument("--env", default="cosmos_robot/PushBlockPoint-v0", help="a PushBlock id")
@@ -273,6 +286,31 @@ def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
         f"real return: PPO in imagination {result['real_return_imagination_ppo']:.2f}, PPO in MuJoCo "
         f"{result['real_return_mujoco_ppo']:.2f}, random {result['real_return_random']:.2f}; "
         f"ratio_real_return {result['ratio_real_return']:.3f}; written to {args.json}"
+    )
+
+
+def _run_eval_policy(args: argparse.Namespace) -> None:
+    from cosmos_robot.envs.push_block_scene import CONTROL_HZ
+    from cosmos_robot.eval.closed_loop import embodiment_of, evaluate_policy, make_policy
+    from cosmos_robot.eval.recording import PolicyRecorder
+    from cosmos_robot.recipes import EVAL_SEED
+
+    embodiment_of(args.env)  # a clear error before anything loads
+    model_kwargs = {"steps": args.steps, "execute_steps": args.execute_steps, "temporal_ensemble": args.temporal_ensemble}
+    policy = make_policy(args.policy, args.env, args.checkpoint, **(model_kwargs if args.policy == "model" else {}))
+    recorder = PolicyRecorder(args.rerun, fps=CONTROL_HZ) if args.rerun else None
+    result = evaluate_policy(
+        policy, args.env, args.episodes, seed=EVAL_SEED if args.seed is None else args.seed, recorder=recorder
+    )
+    if recorder is not None:
+        result["rerun"] = str(recorder.close())
+    result["policy"] = args.policy
+    _write_json(args.json, result)
+    where = f"; recording: rerun {result['rerun']}" if recorder is not None else ""
+    print(
+        f"{args.policy} in {args.env}: success_rate {result['success_rate']:.2f}, mean return "
+        f"{result['mean_return']:.2f}, mean length {result['mean_length']:.1f} over {args.episodes} episodes; "
+        f"written to {args.json}{where}"
     )
 
 

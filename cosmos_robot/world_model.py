@@ -378,6 +378,7 @@ class WorldActionModel:
         history: np.ndarray | None = None,
         steps: int = 10,
         seed: int = 0,
+        use_cache: bool = True,
     ) -> ActionChunk:
         """An action chunk and the frames it should produce, from the current observation.
 
@@ -390,6 +391,7 @@ class WorldActionModel:
                 than one frame; must be None for single-frame models.
             steps: Euler steps.
             seed: seeds the sampling noise.
+            use_cache: run the reasoner once per chunk (True) or at every Euler step (for comparison).
         """
         self._check_steps(steps)
         entry = self._entry(embodiment)
@@ -420,7 +422,13 @@ class WorldActionModel:
         template = self._template(entry, b, tokens, zeros_a, states_norm, start_time)
         plan = make_plan(Mode.POLICY, t, t - 1, self.context_frames)
         sample = sample_plan(
-            self.network, reasoner, template, plan, steps=steps, generator=torch.Generator().manual_seed(seed)
+            self.network,
+            reasoner,
+            template,
+            plan,
+            steps=steps,
+            use_cache=use_cache,
+            generator=torch.Generator().manual_seed(seed),
         )
         gen = sample.generator
         actions = gen.actions[:, self.context_frames - 1 :, : entry.embodiment.action_dim].cpu().numpy()

@@ -1,0 +1,124 @@
+"""Closed-loop evaluation in MuJoCo: any policy of the small protocol, seeded starts, one harness.
+
+A policy follows :class:`cosmos_robot.policies.scripted.Policy`: ``reset(seed)`` at each episode
+start, ``act(obs, info) -> action`` each step. :class:`WorldModelPolicy`, the scripted experts
+(``info``-driven and pixel-driven) and LeRobot policies (through
+:class:`cosmos_robot.policies.lerobot_adapter.LeRobotPolicyAdapter`) all do, so they are compared on
+the same starts. With a :class:`PolicyRecorder` the episodes are written to a rerun file, including
+the frames the world-model policy predicted.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from tqdm.auto import tqdm
+
+from cosmos_robot.envs import PUSH_BLOCK_IDS
+from cosmos_robot.eval.recording import PolicyRecorder
+from cosmos_robot.policies.scripted import Policy
+from cosmos_robot.recipes import EVAL_SEED
+
+POLICY_KINDS = ("model", "expert", "pixel-expert", "random")
+
+
+def embodiment_of(env_id: str) -> str:
+    """The PushBlock embodiment of an env id."""
+    for embodiment, known in PUSH_BLOCK_IDS.items():
+        if known == env_id:
+            return embodiment
+    raise ValueError(f"env={env_id!r} is not a PushBlock env; expected one of {sorted(PUSH_BLOCK_IDS.values())}")
+
+
+class RandomPolicy:
+    """Uniform random actions in the action box (the floor every policy should beat)."""
+
+    def __init__(self, action_space: gym.spaces.Box, seed: int = 0) -> None:
+        self.space = action_space
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        return self.rng.uniform(self.space.low, self.space.high).astype(np.float32)
+
+
+def make_policy(kind: str, env_id: str, checkpoint: str = "default", **model_kwargs: Any) -> Policy:
+    """A policy by kind: ``model`` (the world model's policy), ``expert``, ``pixel-expert`` or ``random``."""
+    from cosmos_robot.policies.pixel_expert import PixelExpert
+    from cosmos_robot.policies.scripted import ScriptedExpert
+    from cosmos_robot.policies.world_model_policy import WorldModelPolicy
+
+    if kind not in POLICY_KINDS:
+        raise ValueError(f"policy={kind!r}; expected one of {list(POLICY_KINDS)}")
+    if kind == "model":
+        return WorldModelPolicy(checkpoint, embodiment_of(env_id), **model_kwargs)
+    env = gym.make(env_id)
+    try:
+        if kind == "expert":
+            return ScriptedExpert.for_env(env)
+        if kind == "pixel-expert":
+            return PixelExpert(env_id, env.action_space.low, env.action_space.high)
+        return RandomPolicy(env.action_space)
+    finally:
+        env.close()
+
+
+def evaluate_policy(
+    policy: Policy,
+    env_id: str,
+    episodes: int,
+    seed: int = EVAL_SEED,
+    recorder: PolicyRecorder | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run ``episodes`` seeded episodes (seeds ``seed``, ``seed + 1``, ...) closed loop in MuJoCo.
+
+    Returns ``success_rate``, ``mean_return``, ``mean_length``, ``seconds_per_step`` and
+    ``per_episode`` (seed, return, length, success).
+    """
+    if episodes <= 0:
+        raise ValueError(f"episodes={episodes!r}; expected a positive integer")
+    env = gym.make(env_id)
+    per_episode: list[dict[str, Any]] = []
+    steps_total, seconds = 0, 0.0
+    try:
+        for k in tqdm(range(episodes), desc=f"policy in {env_id.split('/')[-1]}", disable=not progress):
+            episode_seed = seed + k
+            obs, info = env.reset(seed=episode_seed)
+            policy.reset(seed=episode_seed)
+            if recorder is not None:
+                recorder.start_episode(k, episode_seed)
+            total, length, done = 0.0, 0, False
+            while not done:
+                start = time.perf_counter()
+                action = np.asarray(policy.act(obs, info), np.float32)
+                seconds += time.perf_counter() - start
+                if recorder is not None:
+                    recorder.log_step(obs, action, bool(info.get("is_success", False)))
+                obs, reward, terminated, truncated, info = env.step(action)
+                total += float(reward)
+                length += 1
+                done = terminated or truncated
+            success = bool(info.get("is_success", False))
+            if recorder is not None:
+                recorder.log_predictions(getattr(policy, "chunks", []))
+                recorder.end_episode(obs, k, success, total)
+            steps_total += length
+            per_episode.append({"seed": episode_seed, "return": total, "length": length, "success": success})
+    finally:
+        env.close()
+    return {
+        "env_id": env_id,
+        "episodes": episodes,
+        "success_rate": float(np.mean([e["success"] for e in per_episode])),
+        "mean_return": float(np.mean([e["return"] for e in per_episode])),
+        "mean_length": float(np.mean([e["length"] for e in per_episode])),
+        "seconds_per_step": seconds / max(steps_total, 1),
+        "per_episode": per_episode,
+    }
