@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-time set-up, run by `make` targets when needed: Debian packages for headless EGL rendering,
-# a Python 3.12 virtual environment at .venv, and this package installed editable with its dev extras.
+# a Python 3.12 virtual environment at .venv, this package installed editable with its dev extras, and
+# the two LeRobot plugin distributions of plugins/ (policy and env), also editable.
 # Re-running is cheap: the venv is rebuilt only when pyproject.toml changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,8 @@ find_python() {
     fi
 }
 
-stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
+# The LeRobot plugins (plugins/*) are separate distributions: their pyproject files count too.
+stamp=".venv/.installed-$(cat pyproject.toml plugins/*/pyproject.toml | sha1sum | cut -c1-12)"
 if [ -f "$stamp" ]; then
     exit 0
 fi
@@ -35,7 +37,8 @@ py="$(find_python)"
 echo "setup: creating .venv with $py (first time: ~3 minutes, ~2 GB of wheels)"
 [ -d .venv ] || "$py" -m venv .venv
 log=.venv/install.log
-if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[dev]"; } >"$log" 2>&1; then
+if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[dev]" \
+        && .venv/bin/python -m pip install --no-deps -e plugins/lerobot_policy_cosmos_robot -e plugins/lerobot_env_cosmos_robot; } >"$log" 2>&1; then
     echo "setup: pip install failed; last lines of $log:" >&2
     grep -v "^WARNING: Location" "$log" | tail -n 30 >&2
     exit 1
