@@ -174,7 +174,11 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     pol = kinds.add_parser("policy", help="a policy closed loop in MuJoCo from seeded starts (optionally recorded)")
     pol.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default' (for --policy model)")
     pol.add_argument("--env", default="cosmos_robot/PushBlockPoint-v0", help="a PushBlock id")
-    pol.add_argument("--policy", default="model", help="model, expert, pixel-expert or random")
+    pol.add_argument(
+        "--policy",
+        default="model",
+        help="model, expert, pixel-expert, random, or lerobot (--checkpoint: a LeRobot pretrained_model folder)",
+    )
     pol.add_argument("--episodes", type=int, default=10, help="seeded episodes")
     pol.add_argument("--seed", type=int, default=None, help="seed of the first episode (default: the eval seeds)")
     pol.add_argument("--steps", type=int, default=10, help="denoising steps per chunk (model)")
@@ -296,7 +300,11 @@ def _run_eval_policy(args: argparse.Namespace) -> None:
     from cosmos_robot.recipes import EVAL_SEED
 
     embodiment_of(args.env)  # a clear error before anything loads
-    model_kwargs = {"steps": args.steps, "execute_steps": args.execute_steps, "temporal_ensemble": args.temporal_ensemble}
+    model_kwargs = {
+        "steps": args.steps,
+        "execute_steps": args.execute_steps,
+        "temporal_ensemble": args.temporal_ensemble,
+    }
     policy = make_policy(args.policy, args.env, args.checkpoint, **(model_kwargs if args.policy == "model" else {}))
     recorder = PolicyRecorder(args.rerun, fps=CONTROL_HZ) if args.rerun else None
     result = evaluate_policy(

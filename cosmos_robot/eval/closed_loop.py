@@ -22,7 +22,7 @@ from cosmos_robot.eval.recording import PolicyRecorder
 from cosmos_robot.policies.scripted import Policy
 from cosmos_robot.recipes import EVAL_SEED
 
-POLICY_KINDS = ("model", "expert", "pixel-expert", "random")
+POLICY_KINDS = ("model", "expert", "pixel-expert", "random", "lerobot")
 
 
 def embodiment_of(env_id: str) -> str:
@@ -49,7 +49,8 @@ class RandomPolicy:
 
 
 def make_policy(kind: str, env_id: str, checkpoint: str = "default", **model_kwargs: Any) -> Policy:
-    """A policy by kind: ``model`` (the world model's policy), ``expert``, ``pixel-expert`` or ``random``."""
+    """A policy by kind: ``model`` (the world model's policy at ``checkpoint``), ``expert``,
+    ``pixel-expert``, ``random``, or ``lerobot`` (a LeRobot ``pretrained_model`` folder at ``checkpoint``)."""
     from cosmos_robot.policies.pixel_expert import PixelExpert
     from cosmos_robot.policies.scripted import ScriptedExpert
     from cosmos_robot.policies.world_model_policy import WorldModelPolicy
@@ -58,6 +59,10 @@ def make_policy(kind: str, env_id: str, checkpoint: str = "default", **model_kwa
         raise ValueError(f"policy={kind!r}; expected one of {list(POLICY_KINDS)}")
     if kind == "model":
         return WorldModelPolicy(checkpoint, embodiment_of(env_id), **model_kwargs)
+    if kind == "lerobot":
+        from cosmos_robot.policies.lerobot_adapter import LeRobotPolicyAdapter
+
+        return LeRobotPolicyAdapter(checkpoint)
     env = gym.make(env_id)
     try:
         if kind == "expert":

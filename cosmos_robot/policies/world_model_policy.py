@@ -61,7 +61,9 @@ class WorldModelPolicy:
     ) -> None:
         self.model = model if isinstance(model, WorldActionModel) else WorldActionModel.from_pretrained(model)
         if embodiment not in self.model.embodiments:
-            raise ValueError(f"embodiment={embodiment!r} is unknown to the model; expected one of {self.model.embodiments}")
+            raise ValueError(
+                f"embodiment={embodiment!r} is unknown to the model; expected one of {self.model.embodiments}"
+            )
         chunk = self.model.future_frames
         if execute_steps is not None and not 1 <= execute_steps <= chunk:
             raise ValueError(f"execute_steps={execute_steps!r}; expected 1..{chunk} (the model's chunk length) or None")
@@ -116,10 +118,11 @@ class WorldModelPolicy:
         is what recordings place on the timeline.
         """
         pixels = self._pixels(obs)
-        history = np.stack(list(self._history)) if self.model.context_frames > 1 else None
-        if history is not None and len(history) < self.model.context_frames - 1:
-            # Before enough frames were seen, repeat the first one (the episode was standing still).
-            history = np.concatenate([np.repeat(pixels[None], self.model.context_frames - 1 - len(history), 0), history])
+        history = None
+        if self.model.context_frames > 1:
+            # Before enough frames were seen, repeat the current one (the episode was standing still).
+            past = list(self._history)
+            history = np.stack([pixels] * (self.model.context_frames - 1 - len(past)) + past)
         state = obs.get("agent_pos") if self.use_state else None
         chunk = self.model.policy(
             pixels,

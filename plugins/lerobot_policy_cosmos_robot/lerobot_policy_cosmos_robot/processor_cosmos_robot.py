@@ -14,7 +14,9 @@ from lerobot_policy_cosmos_robot.configuration_cosmos_robot import CosmosRobotCo
 
 def make_cosmos_robot_pre_post_processors(
     config: CosmosRobotConfig, dataset_stats: dict[str, dict[str, torch.Tensor]] | None = None
-) -> tuple[PolicyProcessorPipeline[dict[str, Any], dict[str, Any]], PolicyProcessorPipeline[PolicyAction, PolicyAction]]:
+) -> tuple[
+    PolicyProcessorPipeline[dict[str, Any], dict[str, Any]], PolicyProcessorPipeline[PolicyAction, PolicyAction]
+]:
     """Rename -> add batch -> device in; to CPU out (no normaliser: see the module docstring)."""
     s = make_default_policy_processor_steps(config, dataset_stats)
     return make_policy_processor_pipelines(
