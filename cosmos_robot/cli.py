@@ -373,18 +373,19 @@ def _run_label(args: argparse.Namespace) -> None:
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "demo",
-        help="the main job: collect demonstrations of both PushBlock embodiments, "
-        "store them as LeRobot and zarr, and cut training windows",
+        help="the main job: the default model as a learned env, a labeler and a policy, each against MuJoCo",
     )
-    p.add_argument("--out", default="demo_out", help="output folder (replaced if it exists)")
-    p.add_argument("--episodes", type=int, default=20, help="episodes per embodiment and noise level")
+    p.add_argument("--out", default="demo_out", help="output folder (report.md, report.json, plots, policy.rrd)")
+    p.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
+    p.add_argument("--embodiment", action="append", help="run only this embodiment (repeatable; default: all)")
+    p.add_argument("--quick", action="store_true", help="a reduced run (seconds, for tests)")
     p.set_defaults(run=_run_demo)
 
 
 def _run_demo(args: argparse.Namespace) -> None:
     from cosmos_robot.demo import run_demo
 
-    run_demo(Path(args.out), episodes=args.episodes)
+    run_demo(Path(args.out), checkpoint=args.checkpoint, embodiments=args.embodiment, quick=args.quick)
 
 
 def build_parser() -> argparse.ArgumentParser:

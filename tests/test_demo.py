@@ -1,20 +1,45 @@
-"""The main job in a reduced size: datasets, stores, windows, report and strips are all produced."""
+"""The main job in its reduced size, on the tiny smoke checkpoint: every artefact and every metric."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
+from cosmos_robot.cli import main
 from cosmos_robot.datasets.lerobot_io import load_lerobot
-from cosmos_robot.demo import run_demo
+
+METRICS = {
+    "forward_dynamics": ("psnr", "psnr_copy_last", "psnr_shuffled", "delta_psnr_shuffled", "state_error", "ssim"),
+    "labeling": ("r2", "mse_per_dim", "replay_success_ratio", "true_action_replay_success_rate"),
+}
 
 
-def test_demo_writes_datasets_stores_and_a_report(tmp_path, capsys):
-    report = run_demo(tmp_path, episodes=2)
-    assert len(report["datasets"]) == 4
-    saved = json.loads((tmp_path / "report.json").read_text())
-    assert saved == json.loads(json.dumps(report))
-    for entry in report["datasets"]:
-        assert load_lerobot(entry["out"]).meta.total_episodes == 2
-        assert entry["windows"] > 0 and (tmp_path / entry["zarr"].split("/")[-1]).is_dir()
-    assert (tmp_path / "point_strip.png").stat().st_size > 0 and (tmp_path / "arm2_strip.png").stat().st_size > 0
-    assert "point_noise0.0" in capsys.readouterr().out
+def test_the_demo_writes_the_report_the_plots_and_a_verified_recording(smoke_checkpoint, tmp_path, capsys):
+    out = tmp_path / "demo_out"
+    assert main(["demo", "--out", str(out), "--checkpoint", str(smoke_checkpoint), "--quick"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    for section, keys in METRICS.items():
+        for embodiment in ("point", "arm2"):
+            assert set(keys) <= set(report[section][embodiment]), (section, embodiment)
+    for embodiment in ("point", "arm2"):
+        policy = report["policy"][embodiment]
+        assert {"model", "pixel-expert", "random"} == set(policy)
+        assert policy["pixel-expert"]["success_rate"] == 1.0  # the harness itself works
+        for name in (f"fd_{embodiment}.png", f"fd_strip_{embodiment}.png", f"label_{embodiment}.png"):
+            assert (out / name).stat().st_size > 1000, name
+        labeled = load_lerobot(out / f"label_{embodiment}" / "labeled")
+        assert labeled.meta.total_episodes == 2
+        assert len(list((out / f"label_{embodiment}" / "videos").glob("*.mp4"))) == 2
+    assert (out / "policy_success.png").stat().st_size > 1000
+    assert "| point | labels R2 vs true actions |" in (out / "report.md").read_text()
+    rerun = Path(sys.executable).with_name("rerun")
+    assert subprocess.run([str(rerun), "rrd", "verify", str(out / "policy.rrd")], capture_output=True).returncode == 0
+    printed = capsys.readouterr().out
+    assert f"rerun {out / 'policy.rrd'}" in printed and "FD PSNR" in printed
+
+
+def test_an_unknown_embodiment_is_one_line_and_non_zero(smoke_checkpoint, tmp_path, capsys):
+    code = main(["demo", "--out", str(tmp_path), "--checkpoint", str(smoke_checkpoint), "--embodiment", "octopus"])
+    assert code != 0 and "embodiment='octopus'" in capsys.readouterr().err

@@ -145,18 +145,24 @@ def evaluate_labeling(
     baseline_seconds: float = 120.0,
     seed: int = EVAL_SEED + 30_000,
     progress: bool = True,
+    keep_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Label rendered MuJoCo episodes, compare with the true actions, replay them (see module docstring)."""
+    """Label rendered MuJoCo episodes, compare with the true actions, replay them (see module docstring).
+
+    ``keep_dir``: keep the rendered mp4s (``videos/``) and the labeled LeRobot dataset (``labeled/``)
+    there instead of in a temporary folder.
+    """
     if episodes < 2:
         raise ValueError(f"episodes={episodes}; expected at least 2")
     recorded = record_episodes(env_id, episodes, seed)
     with tempfile.TemporaryDirectory() as tmp:
-        videos = Path(tmp) / "videos"
+        where = Path(keep_dir) if keep_dir is not None else Path(tmp)
+        videos = where / "videos"
         for i, ep in enumerate(recorded):
             write_video(videos / f"episode_{i:03d}.mp4", ep["frames"], fps=model.fps)
         started = time.perf_counter()
-        labeled = read_lerobot(label(videos, model, embodiment, Path(tmp) / "labeled", steps=steps, stride=stride,
-                                     progress=progress))  # fmt: skip
+        labeled = read_lerobot(label(videos, model, embodiment, where / "labeled", steps=steps, stride=stride,
+                                     progress=progress, overwrite=keep_dir is not None))  # fmt: skip
         label_seconds = time.perf_counter() - started
     predicted, true, replays = [], [], []
     for i, ep in enumerate(tqdm(recorded, desc="replay", disable=not progress)):
