@@ -179,7 +179,9 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         ours = " / ".join(f"{fd['psnr'][i - 1]:.1f}" for i in h)
         base = " / ".join(f"{fd['psnr_copy_last'][i - 1]:.1f}" for i in h)
         rows.append((e, f"FD PSNR dB at h{h[0]}/h{h[1]}/h{h[2]} (vs copy-last)", ours, base))
-        rows.append((e, "FD PSNR lost with shuffled actions (dB, h8)", f"{fd['delta_psnr_shuffled']:.2f}", "0 = ignores"))
+        rows.append(
+            (e, "FD PSNR lost with shuffled actions (dB, h8)", f"{fd['delta_psnr_shuffled']:.2f}", "0 = ignores")
+        )
         rows.append((e, f"FD agent_pos error at h{h[2]}", f"{fd['state_error'][-1]:.3f}", "-"))
     for e, lab in report["labeling"].items():
         rows.append((e, "labels R2 vs true actions", f"{lab['r2']:.3f}", "1 = exact"))

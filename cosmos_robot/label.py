@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from cosmos_robot.datasets.lerobot_io import LeRobotWriter
 from cosmos_robot.datasets.video_io import match_fps, read_video, to_model_size
 from cosmos_robot.keys import ACTION, DEFAULT_CAMERA, OBS_IMAGES_PREFIX
-from cosmos_robot.world_model import WorldActionModel
+from cosmos_robot.world_model import WorldActionModel, load_world_model
 
 LATENT = "latent"
 SPREAD = "action_spread"
@@ -129,7 +129,7 @@ def label(
         overwrite: replace an existing ``out``.
         progress: show a progress bar.
     """
-    model = checkpoint if isinstance(checkpoint, WorldActionModel) else WorldActionModel.from_pretrained(checkpoint)
+    model = load_world_model(checkpoint)
     source, out = Path(source), Path(out)
     if out.resolve() == source.resolve() or source.resolve() in out.resolve().parents:
         raise ValueError(f"out={str(out)!r} is inside the source; expected a new folder (the source is never modified)")
@@ -143,18 +143,18 @@ def label(
         reference = embodiment
     if window is not None and window != model.num_frames:
         raise ValueError(f"window={window}; this model's inverse dynamics reads {model.num_frames}-frame windows")
-    clips, source_fps = read_clips(source, model.fps, model.config.image_size, fps=fps, task=task)
+    clips, source_fps = read_clips(source, model.fps, model.image_size, fps=fps, task=task)
     for clip in clips:
         if len(clip.frames) < model.num_frames:
             raise ValueError(
                 f"{clip.name} has {len(clip.frames)} frames at {model.fps:g} fps; the window is "
                 f"{model.num_frames} frames (longer than the video)"
             )
-    action_dim = model.checkpoint.embodiments[reference].embodiment.action_dim
-    size = model.config.image_size
-    names = [f"{LATENT}_{i}" for i in range(action_dim)] if embodiment == LATENT else None
-    if names is None:
-        names = model.checkpoint.embodiments[reference].embodiment.spec.names()
+    names = model.action_names(reference)
+    action_dim = len(names)
+    size = model.image_size
+    if embodiment == LATENT:
+        names = [f"{LATENT}_{i}" for i in range(action_dim)]
     features: dict[str, dict[str, Any]] = {
         f"{OBS_IMAGES_PREFIX}{DEFAULT_CAMERA}": {
             "dtype": "video",
@@ -166,7 +166,7 @@ def label(
     }
     meta = {
         "labeled_by": "cosmos_robot.label",
-        "checkpoint": str(checkpoint if not isinstance(checkpoint, WorldActionModel) else "<in-memory model>"),
+        "checkpoint": str(checkpoint) if isinstance(checkpoint, str | os.PathLike) else "<in-memory model>",
         "source": str(source.resolve()),
         "source_fps": source_fps,
         "embodiment": embodiment,

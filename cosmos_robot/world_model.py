@@ -68,11 +68,24 @@ class WorldActionModel:
     # -- loading and saving -----------------------------------------------------------------------------
     @classmethod
     def from_pretrained(
-        cls, path: str | os.PathLike = "default", device: str = "cpu", backend: str = "native"
+        cls, path: str | os.PathLike = "default", device: str = "cpu", backend: str = "native", **backend_kwargs
     ) -> WorldActionModel:
-        """Load a checkpoint folder, or ``"default"`` for the model shipped with the package."""
+        """Load a checkpoint folder, or ``"default"`` for the model shipped with the package.
+
+        ``backend="cosmos3"`` loads a local diffusers-format Cosmos 3 folder instead and returns a
+        :class:`cosmos_robot.backends.cosmos3.Cosmos3Backend` with the same three calls
+        (``backend_kwargs`` go to its ``from_pretrained``: action statistics, domains, ...).
+        """
+        if backend == "cosmos3":
+            from cosmos_robot.backends.cosmos3 import Cosmos3Backend
+
+            return Cosmos3Backend.from_pretrained(path, device=device, **backend_kwargs)
         if backend != "native":
-            raise ValueError(f"backend={backend!r} is not available in this version; expected 'native'")
+            raise ValueError(f"backend={backend!r} is unknown; expected 'native' or 'cosmos3'")
+        if backend_kwargs:
+            raise ValueError(
+                f"{sorted(backend_kwargs)} are options of backend='cosmos3'; the native backend takes none"
+            )
         folder = default_checkpoint_path() if str(path) == "default" else Path(path)
         if str(path) == "default" and not (folder / "config.json").is_file():
             raise FileNotFoundError(
@@ -89,6 +102,15 @@ class WorldActionModel:
     def embodiments(self) -> list[str]:
         """Embodiments this model was trained on."""
         return sorted(self.checkpoint.embodiments)
+
+    @property
+    def image_size(self) -> int:
+        """Side of the square frames the model reads and writes."""
+        return int(self.config.image_size)
+
+    def action_names(self, embodiment: str) -> list[str]:
+        """Names of an embodiment's raw action dimensions."""
+        return list(self._entry(embodiment).embodiment.spec.names())
 
     @property
     def future_frames(self) -> int:
@@ -433,3 +455,15 @@ class WorldActionModel:
         gen = sample.generator
         actions = gen.actions[:, self.context_frames - 1 :, : entry.embodiment.action_dim].cpu().numpy()
         return ActionChunk(entry.action_norm.denormalize(actions), self._decode(gen.frames[:, self.context_frames :]))
+
+
+def load_world_model(model: object) -> WorldActionModel:
+    """A model from an instance of any backend (returned as is), a checkpoint folder or ``"default"``."""
+    if isinstance(model, str | os.PathLike):
+        return WorldActionModel.from_pretrained(model)
+    for name in ("forward_dynamics", "inverse_dynamics", "policy", "embodiments"):
+        if not hasattr(model, name):
+            raise TypeError(
+                f"model={type(model).__name__} has no {name!r}; expected a WorldActionModel, a backend or a path"
+            )
+    return model  # type: ignore[return-value]

@@ -1,0 +1,1 @@
+"""Backends behind the WorldActionModel facade (the native MoT lives in cosmos_robot.model)."""

@@ -25,7 +25,7 @@ from gymnasium.vector.utils import batch_space
 
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.start_sources import StartSource, make_start_source
-from cosmos_robot.world_model import WorldActionModel
+from cosmos_robot.world_model import WorldActionModel, load_world_model
 
 RewardFn = Callable[[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]], float]
 SuccessFn = Callable[[dict[str, np.ndarray]], bool]
@@ -33,7 +33,7 @@ SuccessFn = Callable[[dict[str, np.ndarray]], bool]
 
 def load_model(model: WorldActionModel | str | os.PathLike) -> WorldActionModel:
     """A model instance from an instance, a checkpoint folder or ``"default"``."""
-    return model if isinstance(model, WorldActionModel) else WorldActionModel.from_pretrained(model)
+    return load_world_model(model)
 
 
 def reference_spaces(reference: str | gym.Env) -> tuple[spaces.Dict, spaces.Box]:
@@ -170,7 +170,7 @@ class ForwardDynamicsEnv(gym.Env):
                 )
             reference = PUSH_BLOCK_IDS[embodiment]
         self.observation_space, self.action_space = reference_spaces(reference)
-        size = model.config.image_size
+        size = model.image_size
         if self.observation_space["pixels"].shape != (size, size, 3):
             raise ValueError(
                 f"reference observes pixels of shape {self.observation_space['pixels'].shape}; "

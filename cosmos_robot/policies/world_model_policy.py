@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from cosmos_robot.world_model import WorldActionModel
+from cosmos_robot.world_model import WorldActionModel, load_world_model
 
 
 @dataclass
@@ -59,7 +59,7 @@ class WorldModelPolicy:
         use_state: bool = True,
         seed: int = 0,
     ) -> None:
-        self.model = model if isinstance(model, WorldActionModel) else WorldActionModel.from_pretrained(model)
+        self.model = load_world_model(model)
         if embodiment not in self.model.embodiments:
             raise ValueError(
                 f"embodiment={embodiment!r} is unknown to the model; expected one of {self.model.embodiments}"

@@ -1,0 +1,108 @@
+"""Cosmos 3 backend latency on a GPU: a tiny and a mid-size random pipeline, the three modes.
+
+Random weights (latency does not depend on them), built locally: nothing is downloaded. The tiny
+config is the one the CPU tests use; the mid-size one has 12 layers, width 1024, 8 heads (about a
+tenth of Cosmos3-Nano's transformer) and Wan's default autoencoder width. For each config and mode,
+2 warm-up calls, then the median of ``--repeats`` calls of one 4-action chunk on a 64x64 (tier 256)
+and a 480x640 (tier 480) frame, bf16 autocast.
+
+    python benchmarks/bench_cosmos3_gpu.py --json out/bench_cosmos3_gpu.json     # needs CUDA
+
+Last line: ``cosmos3_mid_policy_ms_256=<ms per policy chunk, mid-size, tier 256>``. Run it on a GPU
+machine only; on a CPU-only machine it exits with a one-line message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+def mid_size_pipeline(seed: int = 0):
+    """A random pipeline of about a tenth of Cosmos3-Nano's transformer."""
+    from diffusers import AutoencoderKLWan, Cosmos3OmniPipeline, UniPCMultistepScheduler
+    from diffusers.models.transformers.transformer_cosmos3 import Cosmos3OmniTransformer
+
+    from cosmos_robot.backends.cosmos3 import byte_level_tokenizer
+
+    torch.manual_seed(seed)
+    tokenizer = byte_level_tokenizer()
+    z = 16
+    transformer = Cosmos3OmniTransformer(
+        head_dim=128,
+        hidden_size=1024,
+        intermediate_size=3072,
+        num_attention_heads=8,
+        num_key_value_heads=2,
+        num_hidden_layers=12,
+        latent_channel=z,
+        latent_patch_size=2,
+        patch_latent_dim=z * 4,
+        vocab_size=len(tokenizer),
+        action_dim=64,
+        action_gen=True,
+    )
+    vae = AutoencoderKLWan(z_dim=z, latents_mean=[0.0] * z, latents_std=[1.0] * z)
+    scheduler = UniPCMultistepScheduler(prediction_type="flow_prediction", use_flow_sigmas=True, flow_shift=5.0)
+    return Cosmos3OmniPipeline(
+        transformer=transformer, text_tokenizer=tokenizer, vae=vae, scheduler=scheduler, enable_safety_checker=False
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls per setting")
+    parser.add_argument("--steps", type=int, default=4, help="sampling steps per chunk")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_cosmos3_gpu: no CUDA device here; run it on a GPU machine")
+        sys.exit(2)
+    from cosmos_robot.backends.cosmos3 import Cosmos3Backend, QuantileStats, tiny_random_pipeline
+
+    stats = {"point": QuantileStats(np.array([-0.3, -0.3]), np.array([0.3, 0.3]))}
+    results: dict[str, float] = {}
+    for name, build in (("tiny", tiny_random_pipeline), ("mid", mid_size_pipeline)):
+        pipeline = build().to("cuda")
+        params = sum(p.numel() for p in pipeline.transformer.parameters())
+        results[f"{name}_transformer_params"] = float(params)
+        for size in (64, 480):
+            frame = np.random.default_rng(0).integers(0, 255, (size, size * 4 // 3 if size > 64 else size, 3), np.uint8)
+            backend = Cosmos3Backend(pipeline, stats, image_size=size, num_inference_steps=args.steps)
+            calls = {
+                "policy": lambda b=backend, f=frame: b.policy(f, "point"),
+                "fd": lambda b=backend, f=frame: b.forward_dynamics(f[None], np.zeros((4, 2), np.float32), "point"),
+                "id": lambda b=backend, f=frame: b.inverse_dynamics(np.stack([f] * 5), "point"),
+            }
+            tier = 256 if size == 64 else 480
+            for mode, call in calls.items():
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    for _ in range(2):
+                        call()
+                    times = []
+                    for _ in range(args.repeats):
+                        torch.cuda.synchronize()
+                        started = time.perf_counter()
+                        call()
+                        torch.cuda.synchronize()
+                        times.append((time.perf_counter() - started) * 1000)
+                key = f"cosmos3_{name}_{mode}_ms_{tier}"
+                results[key] = statistics.median(times)
+                print(f"{name:<5} ({params / 1e6:7.1f} M) tier {tier}: {mode:<6} {results[key]:8.1f} ms per chunk")
+        del pipeline
+        torch.cuda.empty_cache()
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    print(f"cosmos3_mid_policy_ms_256={results['cosmos3_mid_policy_ms_256']:.1f}")
+
+
+if __name__ == "__main__":
+    main()
