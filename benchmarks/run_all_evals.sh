@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Every number of the README's results tables, one command after another (nothing else should run on
+# the machine meanwhile: timings and 2-core throughput depend on it). Writes JSON, text logs and plots
+# under out/results/. About 70 minutes on 2 cores, most of it the Diffusion Policy comparison's
+# training budget (20 minutes) and the two PPO runs.
+#   DATA=<recipe data dir> bash benchmarks/run_all_evals.sh [checkpoint]   (default: the shipped model)
+# DATA holds the default recipe's datasets (cosmos-robot train --recipe default --data-dir DATA): the
+# labeling baseline trains on them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export MUJOCO_GL=egl HF_HUB_OFFLINE=1
+CK="${1:-default}"
+DATA="${DATA:-out/recipe_data}"
+PY=.venv/bin/python
+CLI=.venv/bin/cosmos-robot
+R=out/results
+mkdir -p "$R"
+run() { local name="$1"; shift; echo "== $name: $*"; "$@" 2>&1 | tee "$R/$name.txt" | grep -v "it/s\]" | tail -n 12; }
+
+run eval_default $PY benchmarks/eval_default.py --checkpoint "$CK" --json "$R/eval_default.json"
+for e in point arm2; do
+  run "eval_fd_$e" $CLI eval fd --checkpoint "$CK" --embodiment "$e" --json "$R/eval_fd_$e.json"
+  run "eval_policy_$e" $CLI eval policy --checkpoint "$CK" --env "cosmos_robot/PushBlock${e^}-v0" \
+      --episodes 20 --rerun "$R/policy_$e.rrd" --json "$R/eval_policy_$e.json"
+done
+run eval_rank_point $CLI eval rank --checkpoint "$CK" --embodiment point --json "$R/eval_rank_point.json"
+for e in point arm2; do
+  run "eval_label_$e" $CLI eval label --checkpoint "$CK" --env "cosmos_robot/PushBlock${e^}-v0" \
+      --baseline-data "$DATA/${e}_expert" "$DATA/${e}_noise0.3" "$DATA/${e}_noise0.6" --json "$R/eval_label_$e.json"
+done
+run eval_imagination_rl $CLI eval imagination-rl --checkpoint "$CK" --json "$R/eval_imagination_rl.json"
+run bench_policy $PY benchmarks/bench_policy.py --quick --checkpoint "$CK" --json "$R/bench_policy.json"
+run bench_fd_env $PY benchmarks/bench_fd_env.py --quick --checkpoint "$CK" --json "$R/bench_fd_env.json"
+run compare_policy_dp $PY benchmarks/compare_policy_dp.py --checkpoint "$CK" --json "$R/compare_policy_dp.json"
