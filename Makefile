@@ -24,6 +24,7 @@ bench: setup
 	$(PY) benchmarks/bench_training.py --quick --json out/bench_training.json
 	$(PY) benchmarks/bench_fd_env.py --quick --json out/bench_fd_env.json
 	$(PY) benchmarks/bench_label.py --quick --json out/bench_label.json
+	$(PY) benchmarks/bench_policy.py --quick --json out/bench_policy.json
 
 lint: setup
 	$(VENV)/bin/ruff check cosmos_robot tests benchmarks
