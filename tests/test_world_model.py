@@ -96,8 +96,10 @@ def test_bad_inputs_are_clear_errors(model, episode, call, message):
 
 
 def test_unknown_backend_and_missing_folder(tmp_path):
-    with pytest.raises(ValueError, match="backend='cosmos3'"):
-        WorldActionModel.from_pretrained("default", backend="cosmos3")
+    with pytest.raises(ValueError, match="backend='tensorrt' is unknown; expected 'native' or 'cosmos3'"):
+        WorldActionModel.from_pretrained("default", backend="tensorrt")
+    with pytest.raises(ValueError, match="options of backend='cosmos3'"):
+        WorldActionModel.from_pretrained("default", action_stats={})
     with pytest.raises(FileNotFoundError):
         WorldActionModel.from_pretrained(tmp_path / "nothing")
 
