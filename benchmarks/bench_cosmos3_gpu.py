@@ -26,33 +26,22 @@ import torch
 
 
 def mid_size_pipeline(seed: int = 0):
-    """A random pipeline of about a tenth of Cosmos3-Nano's transformer."""
-    from diffusers import AutoencoderKLWan, Cosmos3OmniPipeline, UniPCMultistepScheduler
-    from diffusers.models.transformers.transformer_cosmos3 import Cosmos3OmniTransformer
+    """A random pipeline of about a tenth of Cosmos3-Nano's transformer, Wan's default autoencoder width."""
+    from cosmos_robot.backends.cosmos3 import random_pipeline
 
-    from cosmos_robot.backends.cosmos3 import byte_level_tokenizer
-
-    torch.manual_seed(seed)
-    tokenizer = byte_level_tokenizer()
-    z = 16
-    transformer = Cosmos3OmniTransformer(
-        head_dim=128,
+    return random_pipeline(
+        seed,
+        num_layers=12,
         hidden_size=1024,
-        intermediate_size=3072,
-        num_attention_heads=8,
-        num_key_value_heads=2,
-        num_hidden_layers=12,
-        latent_channel=z,
-        latent_patch_size=2,
-        patch_latent_dim=z * 4,
-        vocab_size=len(tokenizer),
+        head_dim=128,
+        num_heads=8,
+        num_kv_heads=2,
+        latent_channels=16,
         action_dim=64,
-        action_gen=True,
-    )
-    vae = AutoencoderKLWan(z_dim=z, latents_mean=[0.0] * z, latents_std=[1.0] * z)
-    scheduler = UniPCMultistepScheduler(prediction_type="flow_prediction", use_flow_sigmas=True, flow_shift=5.0)
-    return Cosmos3OmniPipeline(
-        transformer=transformer, text_tokenizer=tokenizer, vae=vae, scheduler=scheduler, enable_safety_checker=False
+        rope_axes_dim=(24, 20, 20),
+        vae_base_dim=96,
+        vae_dim_mult=(1, 2, 4, 4),
+        vae_res_blocks=2,
     )
 
 

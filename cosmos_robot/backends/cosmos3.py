@@ -402,29 +402,53 @@ def _batched(x: np.ndarray, per_sample_ndim: int, name: str) -> np.ndarray:
 
 def tiny_random_pipeline(seed: int = 0) -> Any:
     """A Cosmos3OmniPipeline with a tiny random transformer and autoencoder; nothing is downloaded."""
+    return random_pipeline(seed)
+
+
+def random_pipeline(
+    seed: int = 0,
+    *,
+    num_layers: int = 2,
+    hidden_size: int = 32,
+    head_dim: int = 16,
+    num_heads: int = 2,
+    num_kv_heads: int = 1,
+    latent_channels: int = 4,
+    action_dim: int = 16,
+    rope_axes_dim: tuple[int, int, int] = (4, 2, 2),
+    vae_base_dim: int = 8,
+    vae_dim_mult: tuple[int, ...] = (1, 1, 1, 1),
+    vae_res_blocks: int = 1,
+) -> Any:
+    """A Cosmos3OmniPipeline of random weights at any size (the defaults are the tiny test size)."""
     from diffusers import AutoencoderKLWan, Cosmos3OmniPipeline, UniPCMultistepScheduler
     from diffusers.models.transformers.transformer_cosmos3 import Cosmos3OmniTransformer
 
     torch.manual_seed(seed)
     tokenizer = byte_level_tokenizer()
-    z = 4
+    z = latent_channels
     transformer = Cosmos3OmniTransformer(
-        head_dim=16,
-        hidden_size=32,
-        intermediate_size=64,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        num_hidden_layers=2,
+        head_dim=head_dim,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        num_hidden_layers=num_layers,
         latent_channel=z,
         latent_patch_size=2,
         patch_latent_dim=z * 4,
         vocab_size=len(tokenizer),
-        action_dim=16,
+        action_dim=action_dim,
         action_gen=True,
-        rope_axes_dim=[4, 2, 2],
+        rope_axes_dim=list(rope_axes_dim),
     )
     vae = AutoencoderKLWan(
-        base_dim=8, z_dim=z, dim_mult=[1, 1, 1, 1], num_res_blocks=1, latents_mean=[0.0] * z, latents_std=[1.0] * z
+        base_dim=vae_base_dim,
+        z_dim=z,
+        dim_mult=list(vae_dim_mult),
+        num_res_blocks=vae_res_blocks,
+        latents_mean=[0.0] * z,
+        latents_std=[1.0] * z,
     )
     scheduler = UniPCMultistepScheduler(prediction_type="flow_prediction", use_flow_sigmas=True, flow_shift=5.0)
     return Cosmos3OmniPipeline(
