@@ -31,4 +31,4 @@ done
 run eval_imagination_rl $CLI eval imagination-rl --checkpoint "$CK" --json "$R/eval_imagination_rl.json"
 run bench_policy $PY benchmarks/bench_policy.py --quick --checkpoint "$CK" --json "$R/bench_policy.json"
 run bench_fd_env $PY benchmarks/bench_fd_env.py --quick --checkpoint "$CK" --json "$R/bench_fd_env.json"
-run compare_policy_dp $PY benchmarks/compare_policy_dp.py --checkpoint "$CK" --json "$R/compare_policy_dp.json"
+run compare_policy_dp $PY benchmarks/compare_policy_dp.py --checkpoint "$CK" --budget-minutes 18 --json "$R/compare_policy_dp.json"
