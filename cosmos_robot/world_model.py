@@ -354,8 +354,7 @@ class WorldActionModel:
             raise ValueError(f"frames has {n} frame(s); expected at least 2 to infer an action")
         t = self.num_frames
         padded = np.concatenate([frames, np.repeat(frames[:, -1:], max(0, t - n), 1)], 1)
-        last = max(0, padded.shape[1] - t)
-        starts = sorted(set(range(0, last + 1, stride)) | {last})
+        starts = window_starts(padded.shape[1], t, stride)
         plan = make_plan(Mode.INVERSE_DYNAMICS, t, t - 1, self.context_frames)
         generator = torch.Generator().manual_seed(seed)
         chunks = []
@@ -376,19 +375,8 @@ class WorldActionModel:
         pred = np.concatenate(chunks, 1)
         if not normalized:
             pred = entry.action_norm.denormalize(pred)
-        total = np.zeros((b, n - 1, pred.shape[-1]))
-        total_sq = np.zeros_like(total)
-        count = np.zeros((1, n - 1, 1))
-        for w, s in enumerate(starts):
-            m = min(t - 1, n - 1 - s)
-            total[:, s : s + m] += pred[:, w, :m]
-            total_sq[:, s : s + m] += pred[:, w, :m] ** 2
-            count[:, s : s + m] += 1
-        mean = (total / count).astype(np.float32)
-        if not return_spread:
-            return mean
-        spread = np.sqrt(np.maximum(total_sq / count - mean.astype(np.float64) ** 2, 0.0)).astype(np.float32)
-        return mean, spread
+        mean, spread = average_windows(pred, starts, n)
+        return (mean, spread) if return_spread else mean
 
     @torch.no_grad()
     def policy(
@@ -455,6 +443,42 @@ class WorldActionModel:
         gen = sample.generator
         actions = gen.actions[:, self.context_frames - 1 :, : entry.embodiment.action_dim].cpu().numpy()
         return ActionChunk(entry.action_norm.denormalize(actions), self._decode(gen.frames[:, self.context_frames :]))
+
+
+def window_starts(num_frames: int, window: int, stride: int) -> list[int]:
+    """First frames of ``window``-frame windows every ``stride`` frames, plus one aligned with the end.
+
+    >>> window_starts(10, 5, 2)
+    [0, 2, 4, 5]
+    """
+    last = max(0, num_frames - window)
+    return sorted(set(range(0, last + 1, stride)) | {last})
+
+
+def average_windows(pred: np.ndarray, starts: list[int], num_frames: int) -> tuple[np.ndarray, np.ndarray]:
+    """Temporal ensemble of per-window action predictions over a video of ``num_frames`` frames.
+
+    Args:
+        pred: (B, W, window - 1, A) actions of the windows starting at ``starts``.
+        starts: first frame of each window (:func:`window_starts`).
+        num_frames: frames of the video (N); windows reaching past it are cut.
+
+    Returns:
+        (mean, spread), each (B, N - 1, A) float32: the average over the windows covering each step and
+        their standard deviation (0 where one window covers it).
+    """
+    b, _, per_window, a = pred.shape
+    total = np.zeros((b, num_frames - 1, a))
+    total_sq = np.zeros_like(total)
+    count = np.zeros((1, num_frames - 1, 1))
+    for w, s in enumerate(starts):
+        m = min(per_window, num_frames - 1 - s)
+        total[:, s : s + m] += pred[:, w, :m]
+        total_sq[:, s : s + m] += pred[:, w, :m] ** 2
+        count[:, s : s + m] += 1
+    mean = total / count
+    spread = np.sqrt(np.maximum(total_sq / count - mean**2, 0.0))
+    return mean.astype(np.float32), spread.astype(np.float32)
 
 
 def load_world_model(model: object) -> WorldActionModel:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from cosmos_robot.world_model import ActionChunk, Prediction
+from cosmos_robot.world_model import ActionChunk, Prediction, average_windows, window_starts
 
 # Our embodiment name -> Cosmos 3 domain name.
 DEFAULT_DOMAINS = {"point": "pusht"}
@@ -296,24 +296,18 @@ class Cosmos3Backend:
         stride = t if stride is None else stride
         if not 1 <= stride <= t:
             raise ValueError(f"stride={stride!r}; expected 1..{t}")
-        starts = sorted(set(range(0, n - t, stride)) | {n - 1 - t})
-        total = np.zeros((b, n - 1, len(stats.q01)))
-        total_sq = np.zeros_like(total)
-        count = np.zeros((b, n - 1, 1))
-        for i in range(b):
-            for s in starts:
-                _, action = self._call("inverse_dynamics", embodiment, steps, seed + i, video=frames[i, s : s + t + 1])
-                total[i, s : s + t] += action
-                total_sq[i, s : s + t] += action**2
-                count[i, s : s + t] += 1
-        mean = total / count
-        spread = np.sqrt(np.maximum(total_sq / count - mean**2, 0.0))
-        result = mean.astype(np.float32) if normalized else stats.denormalize(mean)
-        if normalized:
-            spread_out = spread.astype(np.float32)
-        else:
-            spread_out = (spread * (stats.q99 - stats.q01) / 2.0).astype(np.float32)
-        return (result, spread_out) if return_spread else result
+        starts = window_starts(n, t + 1, stride)
+        pred = np.stack(
+            [
+                [
+                    self._call("inverse_dynamics", embodiment, steps, seed + i, video=frames[i, s : s + t + 1])[1]
+                    for s in starts
+                ]
+                for i in range(b)
+            ]
+        )  # (B, W, T, A), normalised
+        mean, spread = average_windows(pred if normalized else stats.denormalize(pred), starts, n)
+        return (mean, spread) if return_spread else mean
 
     def policy(
         self,

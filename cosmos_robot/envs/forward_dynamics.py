@@ -31,11 +31,6 @@ RewardFn = Callable[[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]], 
 SuccessFn = Callable[[dict[str, np.ndarray]], bool]
 
 
-def load_model(model: WorldActionModel | str | os.PathLike) -> WorldActionModel:
-    """A model instance from an instance, a checkpoint folder or ``"default"``."""
-    return load_world_model(model)
-
-
 def reference_spaces(reference: str | gym.Env) -> tuple[spaces.Dict, spaces.Box]:
     """(observation space, action space) of the ground-truth env the learned one imitates."""
     if isinstance(reference, gym.Env):
@@ -161,7 +156,7 @@ class ForwardDynamicsEnv(gym.Env):
             raise ValueError(f"render_mode={render_mode!r} is not supported; expected None or 'rgb_array'")
         if not isinstance(max_episode_steps, int) or max_episode_steps < 1:
             raise ValueError(f"max_episode_steps={max_episode_steps!r}; expected a positive integer")
-        model = load_model(checkpoint)
+        model = load_world_model(checkpoint)
         self.imagination = Imagination(model, embodiment, sampling_steps, success_threshold)
         if reference is None:
             if embodiment not in PUSH_BLOCK_IDS:

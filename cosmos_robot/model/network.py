@@ -188,12 +188,14 @@ class MotionStem(nn.Module):
             nn.Linear(width * side * side, d_out),
         )
 
-    def forward(self, frames: torch.Tensor, frame_t: torch.Tensor, into: torch.Tensor) -> torch.Tensor:
-        """frames (B, T, GG, Cf), frame_t (B, T), into (B, K) -> (B, K, d_out)."""
+    def forward(
+        self, grids: torch.Tensor, frame_t: torch.Tensor, anchors: torch.Tensor, into: torch.Tensor
+    ) -> torch.Tensor:
+        """grids (B, T, C, H, W) from :func:`latent_grids`, frame_t (B, T), anchors (B, T) from
+        :func:`anchor_frame_index`, into (B, K) from :func:`action_frame_index` -> (B, K, d_out)."""
         b, t = frame_t.shape
-        grids = latent_grids(frames, self.config)
         k, side = into.shape[1], grids.shape[-1]
-        anchor = anchor_frame_index(frame_t).gather(1, into - 1)
+        anchor = anchors.gather(1, into - 1)
         before, after = pick_frames(grids, into - 1), pick_frames(grids, into)
         scalars = torch.stack(
             [frame_t.gather(1, into - 1), frame_t.gather(1, into), (into - 1 - anchor).clamp_max(t) / t], -1
@@ -231,13 +233,13 @@ class DynamicsStem(nn.Module):
         nn.init.zeros_(self.net[-1].weight)
         nn.init.zeros_(self.net[-1].bias)
 
-    def forward(self, inputs: GeneratorInputs) -> torch.Tensor:
-        """-> (B, T*G*G, d_out), in the order of the frame tokens."""
+    def forward(
+        self, inputs: GeneratorInputs, grids: torch.Tensor, anchor: torch.Tensor, into: torch.Tensor
+    ) -> torch.Tensor:
+        """grids, anchor (B, T) and into (B, K) as for :class:`MotionStem` -> (B, T*G*G, d_out), in the
+        order of the frame tokens."""
         frame_t = inputs.frame_t
         b, t = frame_t.shape
-        grids = latent_grids(inputs.frames, self.config)
-        anchor = anchor_frame_index(frame_t)  # (B, T)
-        into = action_frame_index(inputs.frame_time, inputs.action_time)  # (B, K)
         frame_index = torch.arange(t, device=frame_t.device)
         # since[b, j, k]: action k leads into a frame after frame j's anchor and at or before frame j.
         since = (into[:, None, :] > anchor[:, :, None]) & (into[:, None, :] <= frame_index[None, :, None])
@@ -368,13 +370,15 @@ class WorldActionNetwork(nn.Module):
     def _direct_paths(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The frame content each generator token is tied to (see the module docstring), embedded."""
         frames, frame_t = inputs.frames, inputs.frame_t.to(inputs.frames.dtype)
+        # Indices and latent grids are computed once here and shared by both conv stems.
         latest = anchor_frame_index(inputs.frame_t)
+        into = action_frame_index(inputs.frame_time, inputs.action_time)
+        grids = latent_grids(frames, self.config)
         anchor = frames.gather(1, latest.clamp_min(0)[..., None, None].expand_as(frames))
         anchor = anchor * (latest >= 0)[..., None, None].to(frames.dtype)
         flat = torch.cat([frames.flatten(2), frame_t[..., None]], -1)  # (B, T, GG*Cf + 1)
-        into = action_frame_index(inputs.frame_time, inputs.action_time)
-        motion = self.action_frames_in(frames, frame_t, into)
-        frame_path = self.frame_anchor_in(anchor.flatten(1, 2)) + self.frame_actions_in(inputs)
+        motion = self.action_frames_in(grids, inputs.frame_t, latest, into)
+        frame_path = self.frame_anchor_in(anchor.flatten(1, 2)) + self.frame_actions_in(inputs, grids, latest, into)
         return frame_path, motion, self.state_frame_in(flat)
 
     def embed_generator(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor]:
