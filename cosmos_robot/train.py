@@ -30,7 +30,7 @@ from cosmos_robot.checkpoint import (
 )
 from cosmos_robot.datasets.training_set import Batch, TrainingSet
 from cosmos_robot.model.config import ModelConfig, preset
-from cosmos_robot.model.network import ReasonerInputs, WorldActionNetwork
+from cosmos_robot.model.network import PriorBatch, ReasonerInputs, WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 from cosmos_robot.model.tokenizers import FrameAutoencoder, reconstruction_psnr, train_autoencoder
@@ -58,6 +58,9 @@ class TrainConfig:
         num_frames: frames per window.
         context_frames: observed frames in forward dynamics and policy.
         instruction_dropout: probability of dropping the instruction (for classifier-free guidance).
+        prior_batch: demonstration windows per step for the action prior's own loss (models with
+            ``action_prior``; 0 trains no prior). Drawn beside the main batch: the prior is a small
+            net and needs more samples than the policy share of the main batch gives it.
         time_shift: shift of the logit-normal flow-time sampler.
         ae_steps: autoencoder training steps.
         ae_batch: autoencoder batch.
@@ -83,6 +86,7 @@ class TrainConfig:
     num_frames: int = 5
     context_frames: int = 1
     instruction_dropout: float = 0.1
+    prior_batch: int = 64
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -97,6 +101,8 @@ class TrainConfig:
         self.mode_mix = tuple(float(p) for p in self.mode_mix)
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
+        if not isinstance(self.prior_batch, int) or self.prior_batch < 0:
+            raise ValueError(f"prior_batch={self.prior_batch!r}; expected a non-negative integer")
         for name in ("steps", "batch_size", "num_frames", "ae_batch", "threads"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer")
@@ -157,8 +163,11 @@ class Trainer:
         self.config = config
         self.progress = progress
         self.rank, self.world = _distributed()
-        if config.batch_size % self.world:
-            raise ValueError(f"batch_size={config.batch_size} is not divisible by the {self.world} processes")
+        if config.batch_size % self.world or config.prior_batch % self.world:
+            raise ValueError(
+                f"batch_size={config.batch_size}, prior_batch={config.prior_batch}: "
+                f"expected both divisible by the {self.world} processes"
+            )
         torch.set_num_threads(config.threads)
         self.device = (
             torch.device("cuda", self.rank % torch.cuda.device_count())
@@ -257,6 +266,14 @@ class Trainer:
             save_checkpoint(self.checkpoint(), self.config.out, training_tensors=self._training_tensors())
 
     # -- the loop ---------------------------------------------------------------------------------------
+    def _draw_prior_batch(self) -> PriorBatch | None:
+        """The action prior's demonstration windows for this step (global batch), or None."""
+        chunk = self.network.config.action_prior
+        if not chunk or not self.config.prior_batch:
+            return None
+        table = self.data.demonstrations(chunk)
+        return table.select(torch.randint(len(table.domain), (self.config.prior_batch,), generator=self.generator))
+
     def _draw_batch(self) -> tuple[Batch, BatchPlan, list[Mode], Any]:
         c = self.config
         picks = self.data.draw(c.batch_size, self.generator)
@@ -278,6 +295,10 @@ class Trainer:
         """One optimiser step on this rank's slice of the global batch; returns logged losses."""
         c = self.config
         batch, plan, modes, noise = self._draw_batch()
+        prior_batch = self._draw_prior_batch()
+        if prior_batch is not None:
+            share = c.prior_batch // self.world
+            prior_batch = prior_batch.select(slice(self.rank * share, (self.rank + 1) * share)).to(self.device)
         local = slice(self.rank * (c.batch_size // self.world), (self.rank + 1) * (c.batch_size // self.world))
         batch, plan = _select(batch, local, self.device), plan.select(local)
         plan = BatchPlan(plan.frames.to(self.device), plan.actions.to(self.device), plan.states.to(self.device))
@@ -287,7 +308,16 @@ class Trainer:
             group["lr"] = learning_rate(self.step, c)
         autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda")
         with autocast:
-            terms = training_loss(self.model, batch.reasoner, batch.clean, plan, noise, batch.rewards, batch.successes)
+            terms = training_loss(
+                self.model,
+                batch.reasoner,
+                batch.clean,
+                plan,
+                noise,
+                batch.rewards,
+                batch.successes,
+                prior_batch=prior_batch,
+            )
         self.optimizer.zero_grad(set_to_none=True)
         terms.total.backward()
         torch.nn.utils.clip_grad_norm_(self.network.parameters(), c.grad_clip)
@@ -299,6 +329,8 @@ class Trainer:
                 ema.lerp_(param, 1.0 - decay)
         self.step += 1
         logged = {"step": self.step, "loss": terms.total.item(), "actions": terms.actions, "frames": terms.frames}
+        if prior_batch is not None:
+            logged["prior"] = terms.prior
         local_modes = modes[local]
         for mode in MODES:
             mask = torch.tensor([m is mode for m in local_modes])

@@ -110,6 +110,7 @@ def test_learning_rate_warms_up_then_decays():
         ({"mode_mix": (0.5, 0.5, 0.5)}, "mode_mix"),
         ({"context_frames": 5}, "context_frames=5"),
         ({"steps": 0}, "steps=0"),
+        ({"prior_batch": -1}, "prior_batch=-1"),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):

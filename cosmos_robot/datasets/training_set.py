@@ -19,7 +19,7 @@ from cosmos_robot.datasets.episodes import EpisodeArrays
 from cosmos_robot.datasets.windows import TimeAlignedWindows, WindowSpec, open_episodes
 from cosmos_robot.keys import ACTION, OBS_STATE
 from cosmos_robot.model.config import ModelConfig
-from cosmos_robot.model.network import GeneratorInputs, ReasonerInputs
+from cosmos_robot.model.network import GeneratorInputs, PriorBatch, ReasonerInputs
 from cosmos_robot.model.tokenizers import ByteTokenizer, FrameAutoencoder
 
 LATENTS = "latents"
@@ -130,6 +130,7 @@ class TrainingSet:
         # The default instruction of an embodiment: the task of its first source (recipes list the expert first).
         self.tasks = {name: parts[0].tasks[0] for name, parts in grouped.items()}
         self.data: dict[str, EmbodimentData] = {}
+        self._demonstrations: dict[tuple[int, str], PriorBatch] = {}
 
     def frames(self) -> torch.Tensor:
         """All training frames (uint8 (N, H, W, 3)), for the autoencoder."""
@@ -158,6 +159,52 @@ class TrainingSet:
         sizes = torch.tensor([len(getattr(self.data[n], split)) for n in names], dtype=torch.float64)
         which = torch.multinomial(sizes / sizes.sum(), batch_size, replacement=True, generator=generator)
         return [(names[int(w)], int(torch.randint(int(sizes[w]), (1,), generator=generator))) for w in which]
+
+    def demonstrations(self, chunk: int, split: str = "train") -> PriorBatch:
+        """Every window of the episodes recorded under their embodiment's default task (the expert's, in
+        the recipes: noisy demonstrations carry their own instruction), as the action prior's table:
+        the first frame's latents, its state and the ``chunk`` actions from it. Built once per split."""
+        key = (chunk, split)
+        if key in self._demonstrations:
+            return self._demonstrations[key]
+        c = self.config
+        parts: list[PriorBatch] = []
+        for name in sorted(self.data):
+            d = self.data[name]
+            windows = getattr(d, split)
+            if chunk > windows.actions_per_window:
+                raise ValueError(f"chunk={chunk}; windows hold {windows.actions_per_window} actions")
+            episodes = windows.episodes
+            task_of = np.asarray(episodes.data["task_index"][:]) if "task_index" in episodes.data else None
+            starts = episodes.episode_ends - episodes.episode_lengths()
+            picks = [
+                i
+                for i, episode in enumerate(windows.window_episodes)
+                if task_of is None or episodes.tasks[int(task_of[starts[episode]])] == self.tasks[name]
+            ]
+            if not picks:
+                continue
+            items = [windows[i] for i in picks]
+            n = len(items)
+            actions = np.stack([w["actions"][:chunk].numpy() for w in items])
+            states = np.stack([w["states"][0].numpy() for w in items])
+            parts.append(
+                PriorBatch(
+                    frames=torch.stack([w[LATENTS][0] for w in items]),
+                    state=torch.from_numpy(pad_to_shared(d.state_norm.normalize(states), c.state_width, name)[0]),
+                    domain=torch.full((n,), d.embodiment.domain_id),
+                    actions=torch.from_numpy(
+                        pad_to_shared(d.action_norm.normalize(actions), c.action_width, name)[0]
+                    ),
+                    action_channels=(torch.arange(c.action_width) < d.embodiment.action_dim).expand(n, -1),
+                    action_valid=torch.stack([~w["action_is_pad"][:chunk] for w in items]),
+                )
+            )
+        if not parts:
+            raise ValueError(f"no {split} episode is recorded under its embodiment's default task {self.tasks}")
+        table = PriorBatch(*(torch.cat([getattr(p, f) for p in parts]) for f in PriorBatch.__dataclass_fields__))
+        self._demonstrations[key] = table
+        return table
 
     def collate(self, picks: list[tuple[str, int]], split: str = "train", context_frames: int = 1) -> Batch:
         """Model inputs of the picked windows (normalised, padded)."""

@@ -138,6 +138,11 @@ class TimeAlignedWindows(Dataset):
     def __len__(self) -> int:
         return len(self._index)
 
+    @property
+    def window_episodes(self) -> np.ndarray:
+        """(num_windows,) the episode of each window."""
+        return self._index[:, 0]
+
     def __getitem__(self, item: int) -> dict[str, Any]:
         episode, start = (int(v) for v in self._index[item])
         first, stop = self.episodes.episode_bounds(episode)

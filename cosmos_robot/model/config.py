@@ -37,6 +37,12 @@ class ModelConfig:
             ``"velocity"`` (Cosmos 3). Both parameterise the same denoiser; x0 weighs high noise
             levels, where the conditioning must carry the information, and on 2 CPU cores it is what
             lets inverse dynamics learn within the budget (see README, "What we measured").
+        action_prior: actions in the chunk of the behaviour-cloning prior
+            (:mod:`cosmos_robot.model.action_prior`) that policy action tokens are given and that
+            the action x0 head adds to; 0 = no prior (checkpoints from before it existed).
+        frame_residual: the frame x0 head predicts the change from each frame's anchor (the latest
+            clean frame at or before it), so an untrained head copies the last frame rather than
+            predicting zeros; needs ``target="x0"``.
     """
 
     d_model: int = 128
@@ -57,6 +63,8 @@ class ModelConfig:
     max_text_len: int = 64
     action_loss_weight: float = 10.0
     target: str = "x0"
+    action_prior: int = 0
+    frame_residual: bool = False
 
     def __post_init__(self) -> None:
         positive = (
@@ -95,6 +103,15 @@ class ModelConfig:
             )
         if self.target not in ("x0", "velocity"):
             raise ValueError(f"target={self.target!r}; expected 'x0' or 'velocity'")
+        if not isinstance(self.action_prior, int) or isinstance(self.action_prior, bool) or self.action_prior < 0:
+            raise ValueError(f"action_prior={self.action_prior!r}; expected a non-negative integer")
+        if not isinstance(self.frame_residual, bool):
+            raise ValueError(f"frame_residual={self.frame_residual!r}; expected true or false")
+        if (self.action_prior or self.frame_residual) and self.target != "x0":
+            raise ValueError(
+                f"action_prior={self.action_prior}, frame_residual={self.frame_residual} with target={self.target!r}; "
+                "both add to the x0 heads: expected target='x0'"
+            )
         for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive number")
@@ -152,12 +169,35 @@ class ModelConfig:
 
 PRESETS: dict[str, ModelConfig] = {
     # Seconds on CPU: the test preset.
-    "tiny": ModelConfig(d_model=64, num_layers=2, num_heads=4, rope_sections=(3, 3, 2), mlp_ratio=2.0),
+    "tiny": ModelConfig(
+        d_model=64,
+        num_layers=2,
+        num_heads=4,
+        rope_sections=(3, 3, 2),
+        mlp_ratio=2.0,
+        action_prior=4,
+        frame_residual=True,
+    ),
     # The shipped default: trainable on 2 CPU cores within an hour.
-    "small": ModelConfig(d_model=192, num_layers=6, num_heads=6, rope_sections=(6, 5, 5), understanding_patch=16),
+    "small": ModelConfig(
+        d_model=192,
+        num_layers=6,
+        num_heads=6,
+        rope_sections=(6, 5, 5),
+        understanding_patch=16,
+        action_prior=4,
+        frame_residual=True,
+    ),
     # GPU.
     "base": ModelConfig(
-        d_model=768, num_layers=12, num_heads=12, rope_sections=(12, 10, 10), action_width=64, num_domains=32
+        d_model=768,
+        num_layers=12,
+        num_heads=12,
+        rope_sections=(12, 10, 10),
+        action_width=64,
+        num_domains=32,
+        action_prior=4,
+        frame_residual=True,
     ),
 }
 

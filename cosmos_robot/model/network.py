@@ -22,6 +22,13 @@ optimum. :class:`DynamicsStem` now hands every frame token a conv of (its anchor
 taken since the anchor). And the policy had to read block, goal and pusher from one clean frame
 through attention (its action MSE stayed at the mean-action baseline): :class:`MotionStem` also sees
 the anchor of the pair, so a policy action, whose pair is still noise, reads the observed frame.
+
+Two residual heads followed the third default model (``ModelConfig.frame_residual`` and
+``action_prior``). Its imagined frames lost the pusher and rounded the block's corners already one
+step ahead (point FD PSNR h1 25.5 dB vs copy-last 26.0): the x0 head had to rebuild the whole frame
+from the residual stream, so a frame token's x0 is now its anchor token plus what the head adds.
+Its policy stayed above the mean-action MSE: policy action tokens now start from the chunk of a
+keypoint behaviour-cloning prior (:mod:`cosmos_robot.model.action_prior`), trained on its own batch.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import nn
 
+from cosmos_robot.model.action_prior import ActionPrior
 from cosmos_robot.model.config import ModelConfig
 from cosmos_robot.model.mot import MoTBlock, ReasonerCache
 from cosmos_robot.model.rope import MRoPE, grid_positions, point_positions, temporal_positions, text_positions
@@ -108,6 +116,58 @@ class GeneratorOutputs:
     reward: torch.Tensor
     success_logit: torch.Tensor
     x0: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+    prior: torch.Tensor | None = None
+
+
+@dataclass
+class DirectPaths:
+    """What :meth:`WorldActionNetwork._direct_paths` hands the generator tokens and the heads.
+
+    Attributes:
+        frames: (B, T*G*G, D) embedded anchor cell + actions since the anchor, per frame token.
+        actions: (B, K, D) embedded frames around each action.
+        states: (B, T, D) embedded frame of each state.
+        anchor_frames: (B, T, G*G, Cf) each frame's anchor tokens (zeros where it has none).
+        prior_actions: (B, K, W) the prior's action per action token (zeros where it does not apply),
+            or None without a prior.
+        prior_gate: (B, K) where the prior applies, or None.
+    """
+
+    frames: torch.Tensor
+    actions: torch.Tensor
+    states: torch.Tensor
+    anchor_frames: torch.Tensor
+    prior_actions: torch.Tensor | None = None
+    prior_gate: torch.Tensor | None = None
+
+
+@dataclass
+class PriorBatch:
+    """Demonstration windows the action prior is trained on (its own batch, beside the main one).
+
+    Attributes:
+        frames: (B, G*G, Cf) latent tokens of the observed frame.
+        state: (B, state_width) normalised, padded proprio state at that frame.
+        domain: (B,) long.
+        actions: (B, P, W) the normalised, padded actions taken from that frame on (the targets).
+        action_channels: (B, W) bool, the embodiment's real action channels.
+        action_valid: (B, P) bool, actions inside the episode.
+    """
+
+    frames: torch.Tensor
+    state: torch.Tensor
+    domain: torch.Tensor
+    actions: torch.Tensor
+    action_channels: torch.Tensor
+    action_valid: torch.Tensor
+
+    def to(self, device: torch.device) -> PriorBatch:
+        """On ``device``."""
+        return PriorBatch(*(getattr(self, f.name).to(device) for f in fields(self)))
+
+    def select(self, index: slice) -> PriorBatch:
+        """A subset of the samples."""
+        return PriorBatch(*(getattr(self, f.name)[index] for f in fields(self)))
 
 
 # Below this flow time the x0 -> velocity conversion is clamped (the sampler never goes there).
@@ -295,6 +355,11 @@ class WorldActionNetwork(nn.Module):
         self.frame_actions_in = DynamicsStem(config, d)
         self.state_frame_in = nn.Linear(frame_flat + 1, d)
         self.action_in = DomainLinear(config.num_domains, config.action_width, d)
+        if config.action_prior:
+            self.action_prior = ActionPrior(
+                config.latent_channels, config.state_width, config.action_width, config.action_prior, config.num_domains
+            )
+            self.prior_in = DomainLinear(config.num_domains, config.action_width, d)
         self.state_in = nn.Linear(config.state_width, d)
         self.modality = nn.Parameter(torch.zeros(3, d))  # frame, action, state
         nn.init.normal_(self.modality, std=0.02)
@@ -367,7 +432,7 @@ class WorldActionNetwork(nn.Module):
         valid = torch.cat([ones, inputs.text_valid, ones, ones.expand(b, patches.shape[1])], 1)
         return tokens, valid
 
-    def _direct_paths(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _direct_paths(self, inputs: GeneratorInputs) -> DirectPaths:
         """The frame content each generator token is tied to (see the module docstring), embedded."""
         frames, frame_t = inputs.frames, inputs.frame_t.to(inputs.frames.dtype)
         # Indices and latent grids are computed once here and shared by both conv stems.
@@ -379,15 +444,53 @@ class WorldActionNetwork(nn.Module):
         flat = torch.cat([frames.flatten(2), frame_t[..., None]], -1)  # (B, T, GG*Cf + 1)
         motion = self.action_frames_in(grids, inputs.frame_t, latest, into)
         frame_path = self.frame_anchor_in(anchor.flatten(1, 2)) + self.frame_actions_in(inputs, grids, latest, into)
-        return frame_path, motion, self.state_frame_in(flat)
+        paths = DirectPaths(frame_path, motion, self.state_frame_in(flat), anchor)
+        if self.config.action_prior:
+            paths.prior_actions, paths.prior_gate = self._prior_actions(inputs, grids, into)
+        return paths
 
-    def embed_generator(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor]:
-        """(tokens (B, Ld, D), per-token modulation (B, Ld, 6D) from each token's flow time)."""
-        anchor, action_frames, state_frame = self._direct_paths(inputs)
-        frames = self.frame_in(inputs.frames.flatten(1, 2)) + anchor + self.modality[0]  # (B, T*GG, D)
+    def _prior_actions(
+        self, inputs: GeneratorInputs, grids: torch.Tensor, into: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The prior's chunk, read from the clean frame before the first noisy one, laid on the noisy
+        actions that follow it (policy mode); ((B, K, W), gate (B, K)). Detached: only its own batch
+        trains the prior."""
+        frame_t, b = inputs.frame_t, inputs.frame_t.shape[0]
+        noisy = frame_t > 0
+        first_noisy = noisy.to(torch.int64).argmax(1)  # 0 where no frame is noisy
+        source = (first_noisy - 1).clamp_min(0)
+        usable = noisy.any(1) & (first_noisy >= 1)
+        rows = torch.arange(b, device=frame_t.device)
+        state = inputs.states[rows, source] * inputs.state_channels
+        with torch.no_grad():
+            chunk = self.action_prior(grids[rows, source], state, inputs.domain)  # (B, P, W)
+        row = into - 1 - source[:, None]  # action k's place in the chunk
+        gate = (
+            usable[:, None]
+            & (inputs.action_t > 0)
+            & noisy.gather(1, into)
+            & (row >= 0)
+            & (row < self.config.action_prior)
+        )
+        picked = chunk.gather(1, row.clamp(0, self.config.action_prior - 1)[..., None].expand(-1, -1, chunk.shape[-1]))
+        return picked * (gate[..., None] & inputs.action_channels[:, None]).to(picked.dtype), gate
+
+    def prior(self, batch: PriorBatch) -> torch.Tensor:
+        """The action prior's chunk (B, P, W) for a :class:`PriorBatch` (what its loss trains)."""
+        c = self.config
+        grid = latent_grids(batch.frames[:, None], c)[:, 0]
+        return self.action_prior(grid, batch.state, batch.domain)
+
+    def embed_generator(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor, DirectPaths]:
+        """(tokens (B, Ld, D), per-token modulation (B, Ld, 6D) from each token's flow time, the direct paths)."""
+        paths = self._direct_paths(inputs)
+        frames = self.frame_in(inputs.frames.flatten(1, 2)) + paths.frames + self.modality[0]  # (B, T*GG, D)
         actions = self.action_in(inputs.actions * inputs.action_channels[:, None], inputs.domain)
-        actions = actions + action_frames + self.modality[1]
-        states = self.state_in(inputs.states * inputs.state_channels[:, None]) + state_frame + self.modality[2]
+        actions = actions + paths.actions + self.modality[1]
+        if paths.prior_actions is not None:
+            gate = paths.prior_gate[..., None].to(actions.dtype)
+            actions = actions + self.prior_in(paths.prior_actions, inputs.domain) * gate
+        states = self.state_in(inputs.states * inputs.state_channels[:, None]) + paths.states + self.modality[2]
         tokens = torch.cat([frames, actions, states], 1)
         gg = self.config.tokens_per_frame
         t = torch.cat([inputs.frame_t.repeat_interleave(gg, dim=1), inputs.action_t, inputs.state_t], 1)  # (B, Ld)
@@ -395,7 +498,7 @@ class WorldActionNetwork(nn.Module):
         # project those once, then gather per token, rather than running the MLPs on every token.
         unique_t, index = torch.unique(t, return_inverse=True)
         modulation = self.time_modulation(self.time_mlp(timestep_embedding(unique_t, self.config.d_model)))[index]
-        return tokens, modulation
+        return tokens, modulation, paths
 
     def encode_reasoner(self, inputs: ReasonerInputs) -> ReasonerCache:
         """Run the reasoner once; its per-layer keys and values serve every denoising step."""
@@ -420,27 +523,41 @@ class WorldActionNetwork(nn.Module):
 
         ``rope`` may be passed from :meth:`generator_rope` to skip recomputing it at every step.
         """
-        dm, modulation = self.embed_generator(inputs)
+        dm, modulation, paths = self.embed_generator(inputs)
         rope = rope if rope is not None else self.generator_rope(inputs)
         for block, k, v in zip(self.blocks, cache.keys, cache.values, strict=True):
             dm = block.generator_step(dm, modulation, rope, k, v, cache.key_valid)
-        return self._heads(dm, inputs)
+        return self._heads(dm, inputs, paths)
 
-    def forward(self, reasoner: ReasonerInputs, generator: GeneratorInputs, joint: bool = False) -> GeneratorOutputs:
+    def forward(
+        self,
+        reasoner: ReasonerInputs,
+        generator: GeneratorInputs,
+        joint: bool = False,
+        prior_batch: PriorBatch | None = None,
+    ) -> GeneratorOutputs:
         """Full pass. ``joint=True`` runs each block as ONE attention over ``[AR ; DM]`` (the reference
-        the cached path is tested against); otherwise the reasoner runs first, then the generator."""
+        the cached path is tested against); otherwise the reasoner runs first, then the generator.
+        With ``prior_batch`` the outputs also hold the action prior's chunk for it (``prior``): its
+        loss is computed inside ``forward`` so data-parallel training sees every parameter used."""
         if not joint:
-            return self.generate_step(self.encode_reasoner(reasoner), generator)
-        reasoner = self.trim_text(reasoner)
-        ar, valid = self.embed_reasoner(reasoner)
-        ar_rope = self.rope(self.reasoner_positions(reasoner))
-        dm, modulation = self.embed_generator(generator)
-        dm_rope = self.rope(self.generator_positions(generator))
-        for block in self.blocks:
-            ar, dm = block.forward_joint(ar, dm, modulation, ar_rope, dm_rope, valid)
-        return self._heads(dm, generator)
+            out = self.generate_step(self.encode_reasoner(reasoner), generator)
+        else:
+            reasoner = self.trim_text(reasoner)
+            ar, valid = self.embed_reasoner(reasoner)
+            ar_rope = self.rope(self.reasoner_positions(reasoner))
+            dm, modulation, paths = self.embed_generator(generator)
+            dm_rope = self.rope(self.generator_positions(generator))
+            for block in self.blocks:
+                ar, dm = block.forward_joint(ar, dm, modulation, ar_rope, dm_rope, valid)
+            out = self._heads(dm, generator, paths)
+        if prior_batch is not None:
+            if not self.config.action_prior:
+                raise ValueError("prior_batch was given but the model has no action prior (action_prior=0)")
+            out.prior = self.prior(prior_batch)
+        return out
 
-    def _heads(self, dm: torch.Tensor, inputs: GeneratorInputs) -> GeneratorOutputs:
+    def _heads(self, dm: torch.Tensor, inputs: GeneratorInputs, paths: DirectPaths) -> GeneratorOutputs:
         b, t, gg, cf = inputs.frames.shape
         k = inputs.actions.shape[1]
         h = self.out_norm(dm)
@@ -450,6 +567,10 @@ class WorldActionNetwork(nn.Module):
         states = self.state_out(state_h) * inputs.state_channels[:, None]
         x0 = None
         if self.config.target == "x0":
+            if self.config.frame_residual:
+                frames = frames + paths.anchor_frames
+            if paths.prior_actions is not None:
+                actions = actions + paths.prior_actions
             x0 = (frames, actions, states)
             frames = velocity_from_x0(inputs.frames, frames, inputs.frame_t)
             actions = velocity_from_x0(inputs.actions, actions, inputs.action_t) * inputs.action_channels[:, None]

@@ -19,8 +19,9 @@ from dataclasses import dataclass, fields
 import torch
 import torch.nn.functional as F  # noqa: N812
 
+from cosmos_robot.model.action_prior import prior_loss
 from cosmos_robot.model.flow import add_noise, sample_time, velocity_target
-from cosmos_robot.model.network import GeneratorInputs, ReasonerInputs, WorldActionNetwork
+from cosmos_robot.model.network import GeneratorInputs, PriorBatch, ReasonerInputs, WorldActionNetwork
 from cosmos_robot.model.plan import Mode, Plan, make_plan
 
 
@@ -85,6 +86,7 @@ class LossTerms:
     states: float
     reward: float
     success: float
+    prior: float = 0.0
 
 
 def _sse(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,6 +103,7 @@ def training_loss(
     noise: FlowNoise,
     rewards: torch.Tensor | None = None,
     successes: torch.Tensor | None = None,
+    prior_batch: PriorBatch | None = None,
 ) -> LossTerms:
     """Noise the planned tokens, predict velocities, and return the weighted flow loss plus head losses.
 
@@ -112,6 +115,8 @@ def training_loss(
         noise: from :func:`draw_noise` for this batch.
         rewards: (B, K) true rewards per action, or None to skip the reward head.
         successes: (B, K) true success flags per action, or None.
+        prior_batch: demonstration windows for the action prior's regression loss (added to the
+            total), or None to skip it.
     """
     t_frame = noise.t_frames * plan.frames  # (B, T)
     t_action = noise.t_actions * plan.actions  # (B, K)
@@ -124,7 +129,7 @@ def training_loss(
         states=add_noise(clean.states, noise.states, t_state[..., None]),
         state_t=t_state,
     )
-    out = network(reasoner, noisy)
+    out = network(reasoner, noisy, prior_batch=prior_batch) if prior_batch is not None else network(reasoner, noisy)
 
     frame_mask = plan.frames[..., None, None]
     action_mask = plan.actions[..., None] & clean.action_channels[:, None]
@@ -151,6 +156,11 @@ def training_loss(
         success_loss = F.binary_cross_entropy_with_logits(out.success_logit, successes.to(out.success_logit.dtype))
         total = total + success_loss
 
+    prior_term = torch.zeros((), device=total.device)
+    if prior_batch is not None:
+        prior_term = prior_loss(out.prior, prior_batch.actions, prior_batch.action_channels, prior_batch.action_valid)
+        total = total + prior_term
+
     def mean(sse: torch.Tensor, n: torch.Tensor) -> float:
         return float(sse.detach().sum() / n.sum().clamp_min(1.0))
 
@@ -162,4 +172,5 @@ def training_loss(
         mean(sse_s, n_s),
         float(reward_loss.detach()),
         float(success_loss.detach()),
+        float(prior_term.detach()),
     )

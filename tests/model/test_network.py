@@ -71,14 +71,73 @@ def test_actions_change_the_predicted_frames():
     assert (net(reasoner, gen).frames - net(reasoner, moved).frames).abs().max() > 1e-4
 
 
-def test_untrained_network_predicts_zero():
-    net = WorldActionNetwork(preset("tiny"))
+def test_untrained_network_predicts_zero_without_residual_heads():
+    plain = dataclasses.replace(preset("tiny"), action_prior=0, frame_residual=False)
+    net = WorldActionNetwork(plain)
     reasoner, gen = example_inputs(net.config)
     out = net(reasoner, gen)
     assert all(x.abs().max() == 0 for x in out.x0)
-    velocity_net = WorldActionNetwork(dataclasses.replace(preset("tiny"), target="velocity"))
+    velocity_net = WorldActionNetwork(dataclasses.replace(plain, target="velocity"))
     out = velocity_net(reasoner, gen)
     assert out.x0 is None and out.frames.abs().max() == 0 and out.actions.abs().max() == 0
+
+
+def policy_window(config, batch=2, context_frames=1):
+    """Example inputs laid out as policy mode: context frames clean, later frames and their actions noisy."""
+    reasoner, gen = example_inputs(config, batch=batch, num_frames=5, num_actions=4, context_frames=context_frames)
+    frame_t = torch.full_like(gen.frame_t, 0.7)
+    frame_t[:, :context_frames] = 0.0
+    action_t = torch.full_like(gen.action_t, 0.7)
+    action_t[:, : context_frames - 1] = 0.0
+    state_t = frame_t.clone()
+    return reasoner, gen.replace(frame_t=frame_t, action_t=action_t, state_t=state_t)
+
+
+def test_untrained_network_copies_the_anchor_and_starts_from_the_prior():
+    net = WorldActionNetwork(preset("tiny"))
+    reasoner, gen = policy_window(net.config)
+    frames, actions, states = net(reasoner, gen).x0
+    # frame_residual: every frame's x0 is its anchor (the clean context frame) before any training.
+    torch.testing.assert_close(frames, gen.frames[:, :1].expand_as(frames))
+    # action_prior: the policy actions' x0 is the prior's chunk read from the context frame and state.
+    grid = network_module.latent_grids(gen.frames[:, :1], net.config)[:, 0]
+    chunk = net.action_prior(grid, gen.states[:, 0] * gen.state_channels, gen.domain)
+    torch.testing.assert_close(actions, chunk * gen.action_channels[:, None])
+    assert actions.abs().max() > 0 and states.abs().max() == 0
+
+
+def test_the_prior_applies_to_policy_actions_only():
+    net = perturbed_network()
+    # Two context frames: action 0 leads into a clean frame (history), actions 1..3 get chunk rows 0..2.
+    reasoner, gen = policy_window(net.config, context_frames=2)
+    paths = net._direct_paths(gen)
+    assert paths.prior_gate.tolist() == [[False, True, True, True]] * 2
+    grid = network_module.latent_grids(gen.frames[:, 1:2], net.config)[:, 0]
+    chunk = net.action_prior(grid, gen.states[:, 1] * gen.state_channels, gen.domain)
+    torch.testing.assert_close(paths.prior_actions[:, 1:], (chunk[:, :3] * gen.action_channels[:, None]))
+    # Inverse dynamics (every frame clean) and forward dynamics (actions clean): no prior anywhere.
+    _, clean = example_inputs(net.config, num_frames=5, num_actions=4)
+    assert not net._direct_paths(clean.replace(action_t=torch.full_like(clean.action_t, 0.5))).prior_gate.any()
+    fd = clean.replace(frame_t=torch.tensor([[0.0, 0.5, 0.5, 0.5, 0.5]] * 2))
+    assert not net._direct_paths(fd).prior_gate.any()
+
+
+def test_prior_batch_output_and_its_error():
+    net = perturbed_network()
+    reasoner, gen = example_inputs(net.config, num_frames=5, num_actions=4)
+    batch = network_module.PriorBatch(
+        frames=gen.frames[:, 0],
+        state=gen.states[:, 0],
+        domain=gen.domain,
+        actions=gen.actions,
+        action_channels=gen.action_channels,
+        action_valid=torch.ones(2, 4, dtype=torch.bool),
+    )
+    out = net(reasoner, gen, prior_batch=batch)
+    assert out.prior.shape == (2, net.config.action_prior, net.config.action_width)
+    plain = WorldActionNetwork(dataclasses.replace(preset("tiny"), action_prior=0))
+    with pytest.raises(ValueError, match="no action prior"):
+        plain(reasoner, gen, prior_batch=batch)
 
 
 def test_x0_target_gives_the_velocity_that_lands_on_x0():

@@ -6,7 +6,7 @@ import torch
 
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.example_inputs import example_inputs
-from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.model.network import PriorBatch, WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 
@@ -60,3 +60,34 @@ def test_loss_of_a_split_batch_averages_to_the_whole_batch():
         g = clean.replace(**{k: v[part] for k, v in vars(clean).items()})
         halves.append(training_loss(net, r, g, plan.select(part), noise.select(part)).total)
     torch.testing.assert_close(whole, (halves[0] + halves[1]) / 2)
+
+
+def test_the_prior_loss_is_added_and_trains_the_prior_alone():
+    torch.manual_seed(0)
+    net = WorldActionNetwork(preset("tiny"))
+    reasoner, clean = example_inputs(net.config, batch=4, num_frames=5, num_actions=4)
+    plan = BatchPlan.from_modes([Mode.POLICY] * 4, 5, 4)
+    noise = draw_noise(clean, torch.Generator().manual_seed(0))
+    prior_batch = PriorBatch(
+        frames=clean.frames[:, 0],
+        state=clean.states[:, 0],
+        domain=clean.domain,
+        actions=clean.actions,
+        action_channels=clean.action_channels,
+        action_valid=torch.ones(4, 4, dtype=torch.bool),
+    )
+    without = training_loss(net, reasoner, clean, plan, noise)
+    with_prior = training_loss(net, reasoner, clean, plan, noise, prior_batch=prior_batch)
+    assert with_prior.prior > 0 and without.prior == 0.0
+    torch.testing.assert_close(with_prior.total, without.total + with_prior.prior)
+    # The generator's use of the prior is detached: the flow loss gives the prior no gradient.
+    without.total.backward()
+    assert all(p.grad is None or p.grad.abs().max() == 0 for p in net.action_prior.parameters())
+    opt = torch.optim.AdamW(net.action_prior.parameters(), lr=3e-3)
+    first = with_prior.prior
+    for _ in range(60):
+        terms = training_loss(net, reasoner, clean, plan, noise, prior_batch=prior_batch)
+        opt.zero_grad()
+        terms.total.backward()
+        opt.step()
+    assert terms.prior < 0.2 * first

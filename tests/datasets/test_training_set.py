@@ -1,0 +1,46 @@
+"""TrainingSet: the action prior's demonstration table (default-task episodes only, normalised, padded)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from cosmos_robot.datasets.collect import collect
+from cosmos_robot.datasets.training_set import TrainingSet
+from cosmos_robot.keys import ACTION
+from cosmos_robot.model.config import preset
+from cosmos_robot.model.tokenizers import FrameAutoencoder
+
+
+@pytest.fixture(scope="module")
+def expert_and_noisy(tmp_path_factory):
+    root = tmp_path_factory.mktemp("prior_data")
+    expert, noisy = root / "expert", root / "noisy"
+    collect("cosmos_robot/PushBlockPoint-v0", 3, expert, seed=7, video=False, progress=False, task="push it")
+    collect("cosmos_robot/PushBlockPoint-v0", 2, noisy, noise=0.5, seed=8, video=False, progress=False, task="noisy")
+    return expert, noisy
+
+
+def test_demonstrations_hold_the_default_task_windows_only(expert_and_noisy):
+    config = preset("tiny")
+    data = TrainingSet([str(p) for p in expert_and_noisy], config, num_frames=5, val_fraction=0.2, seed=0)
+    torch.manual_seed(0)
+    data.prepare(FrameAutoencoder(config.latent_channels, config.patch_merge))
+    table = data.demonstrations(4)
+    train = data.data["point"].train
+    tasks = [train[i]["task"] for i in range(len(train))]
+    assert data.tasks["point"] == "push it"
+    assert len(table.domain) == tasks.count("push it") < len(tasks)
+    assert table.frames.shape == (len(table.domain), config.tokens_per_frame, config.frame_token_dim)
+    assert table.actions.shape == (len(table.domain), 4, config.action_width)
+    assert table.action_valid.all() and table.action_channels[:, :2].all() and not table.action_channels[:, 2:].any()
+    # The first entry is the first default-task window: its actions, normalised by the embodiment's statistics.
+    first = tasks.index("push it")
+    expected = data.data["point"].action_norm.normalize(train[first]["actions"][:4].numpy())
+    np.testing.assert_allclose(table.actions[0, :, :2].numpy(), expected, rtol=1e-6)
+    assert np.abs(table.actions[..., 2:].numpy()).max() == 0
+    assert data.demonstrations(4) is table  # built once
+    with pytest.raises(ValueError, match="chunk=5"):
+        data.demonstrations(5)
+    assert np.isfinite(np.asarray(train.episodes.data[ACTION])).all()
