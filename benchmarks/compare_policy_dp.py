@@ -1,7 +1,8 @@
 """Our policy vs LeRobot's Diffusion Policy on PushBlockPoint: same demonstrations, same CPU budget, same harness.
 
-1. Data: the default recipe's ``point_expert`` demonstrations (200 expert episodes, seeds < 100000),
-   collected into ``--data-dir`` if missing. Diffusion Policy trains on a copy without
+1. Data: the default recipe's ``point_expert`` demonstrations (400 expert episodes, seeds < 100000),
+   collected into ``--data-dir`` if missing (the folder is named by its episode count, so a recipe
+   change never reuses stale data). Diffusion Policy trains on a copy without
    ``observation.environment_state`` (block and goal poses: privileged), so both policies see the
    64x64 frame and ``agent_pos`` only. Our world model trained on these plus the noisy-expert
    datasets (its policy is conditioned on the plain task, which only the expert data carries).
@@ -22,6 +23,7 @@ Last line: ``success_ours=<rate> success_lerobot_dp=<rate>``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -88,8 +90,9 @@ def main() -> None:
     root = Path(args.data_dir)
 
     spec = next(s for s in get_recipe("default").datasets if s.name == "point_expert")
+    spec = dataclasses.replace(spec, name=f"point_expert_{spec.episodes}ep")
     (source,) = prepare_data(Recipe(datasets=(spec,)), root / "data")
-    data = pixel_only_copy(Path(source), root / "data" / "point_expert_pixels")
+    data = pixel_only_copy(Path(source), root / "data" / f"{spec.name}_pixels")
 
     # Calibrate: seconds per step (with start-up) from a 20-step run, then size the real run to the budget.
     calib = root / "dp_calibration"

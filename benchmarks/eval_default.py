@@ -50,6 +50,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="5 episodes per dataset instead of 20")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--json", help="write all metrics here")
+    parser.add_argument(
+        "--plain-decode",
+        action="store_true",
+        help="score the plain decode of predicted latents instead of observed frame + decoded change",
+    )
     args = parser.parse_args()
     model = WorldActionModel.from_pretrained(args.checkpoint)
     episodes = 5 if args.quick else 20
@@ -60,12 +65,14 @@ def main() -> None:
             heldout(Path(args.data_dir), embodiment, 0.3, episodes, EVAL_SEED + 10_000 * (2 * k + 1)),
             steps=args.steps,
             progress=False,
+            pixel_residual=not args.plain_decode,
         )
         expert = evaluate_offline(
             model,
             heldout(Path(args.data_dir), embodiment, 0.0, episodes, EVAL_SEED + 10_000 * 2 * k),
             steps=args.steps,
             progress=False,
+            pixel_residual=not args.plain_decode,
         )
         report[embodiment] = {"noisy": noisy, "expert": expert}
         fd_gain = np.array(noisy["fd_psnr"]) - np.array(noisy["fd_psnr_copy_last"])

@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+import cosmos_robot.world_model as world_model_module
 from cosmos_robot.envs.push_block import PushBlockEnv
 from cosmos_robot.eval.metrics import psnr
 from cosmos_robot.world_model import WorldActionModel
@@ -47,6 +48,28 @@ def test_same_seed_same_prediction(model, episode):
     a = model.forward_dynamics(frames[:1], actions[:4], "point", steps=2, seed=5).frames
     b = model.forward_dynamics(frames[:1], actions[:4], "point", steps=2, seed=5).frames
     np.testing.assert_array_equal(a, b)
+
+
+def test_pixel_residual_keeps_the_real_pixels_where_nothing_changes(model, episode):
+    frames = episode[0]
+    tokens = model._encode(frames[None, :2])  # (1, 2, GG, Cf)
+    # A "prediction" equal to the observed frame's latents gives back the observed frame exactly ...
+    same = model._decode_against(tokens[:, :1], frames[:1], tokens[:, 0])
+    np.testing.assert_array_equal(same[0, 0], frames[0])
+    # ... where the plain decode carries the autoencoder's reconstruction error.
+    assert np.abs(model._decode(tokens[:, :1])[0, 0].astype(int) - frames[0].astype(int)).max() > 0
+    # Pixels whose decoded change reaches CHANGE_LEVELS are the plain decode of the prediction.
+    moved = model._decode_against(tokens[:, 1:], frames[:1], tokens[:, 0])[0, 0].astype(int)
+    plain = model._decode(tokens[:, 1:])[0, 0].astype(int)
+    change = np.abs(plain - model._decode(tokens[:, :1])[0, 0].astype(int)).max(-1)
+    np.testing.assert_array_equal(
+        moved[change >= world_model_module.CHANGE_LEVELS], plain[change >= world_model_module.CHANGE_LEVELS]
+    )
+    # The facade's switch: pixel_residual=False is the plain decode of the sampled latents.
+    _, states, actions = episode
+    off = model.forward_dynamics(frames[:1], actions[:2], "point", states=states[0], steps=2, pixel_residual=False)
+    on = model.forward_dynamics(frames[:1], actions[:2], "point", states=states[0], steps=2)
+    assert off.frames.shape == on.frames.shape and not np.array_equal(off.frames, on.frames)
 
 
 def test_inverse_dynamics_labels_every_transition_with_a_spread(model, episode):

@@ -193,9 +193,7 @@ class TrainingSet:
                     frames=torch.stack([w[LATENTS][0] for w in items]),
                     state=torch.from_numpy(pad_to_shared(d.state_norm.normalize(states), c.state_width, name)[0]),
                     domain=torch.full((n,), d.embodiment.domain_id),
-                    actions=torch.from_numpy(
-                        pad_to_shared(d.action_norm.normalize(actions), c.action_width, name)[0]
-                    ),
+                    actions=torch.from_numpy(pad_to_shared(d.action_norm.normalize(actions), c.action_width, name)[0]),
                     action_channels=(torch.arange(c.action_width) < d.embodiment.action_dim).expand(n, -1),
                     action_valid=torch.stack([~w["action_is_pad"][:chunk] for w in items]),
                 )

@@ -37,8 +37,14 @@ def evaluate_offline(
     steps: int = 10,
     seed: int = 0,
     progress: bool = True,
+    pixel_residual: bool | None = None,
 ) -> dict[str, Any]:
-    """Forward dynamics, inverse dynamics and policy metrics on (the first ``episodes`` of) ``dataset``."""
+    """Forward dynamics, inverse dynamics and policy metrics on (the first ``episodes`` of) ``dataset``.
+
+    ``pixel_residual``, unless None (the model's own default), is passed to
+    :meth:`WorldActionModel.forward_dynamics`: predicted frames as the observed frame plus the decoded
+    change (True), or the plain decode of the predicted latents (False)."""
+    fd_options = {} if pixel_residual is None else {"pixel_residual": pixel_residual}
     data = open_episodes(dataset).to_memory()
     embodiment = data.robot_type or data.meta.get("embodiment")
     if embodiment not in model.embodiments:
@@ -66,7 +72,13 @@ def evaluate_offline(
         )
         for s in fd_starts:
             pred = model.forward_dynamics(
-                frames[s : s + 1], actions[s : s + horizon], embodiment, states=states[s], steps=steps, seed=seed
+                frames[s : s + 1],
+                actions[s : s + horizon],
+                embodiment,
+                states=states[s],
+                steps=steps,
+                seed=seed,
+                **fd_options,
             ).frames[0]
             for h in range(horizon):
                 fd_pred[h].append(psnr(pred[h], frames[s + h + 1]))
@@ -100,4 +112,5 @@ def evaluate_offline(
         "policy_action_mse": float(((pol_pred_all - pol_true_all) ** 2).mean()),
         "policy_action_mse_mean_baseline": float(((mean_action - pol_true_all) ** 2).mean()),
         "steps": steps,
+        "pixel_residual": pixel_residual,
     }
