@@ -167,6 +167,9 @@ class ModelConfig:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
 
+# Every preset trains with both residual heads (ModelConfig docs; measured reasons in network.py).
+_RESIDUAL_HEADS: dict[str, Any] = {"action_prior": 4, "frame_residual": True}
+
 PRESETS: dict[str, ModelConfig] = {
     # Seconds on CPU: the test preset.
     "tiny": ModelConfig(
@@ -175,8 +178,7 @@ PRESETS: dict[str, ModelConfig] = {
         num_heads=4,
         rope_sections=(3, 3, 2),
         mlp_ratio=2.0,
-        action_prior=4,
-        frame_residual=True,
+        **_RESIDUAL_HEADS,
     ),
     # The shipped default: trainable on 2 CPU cores within an hour.
     "small": ModelConfig(
@@ -185,8 +187,7 @@ PRESETS: dict[str, ModelConfig] = {
         num_heads=6,
         rope_sections=(6, 5, 5),
         understanding_patch=16,
-        action_prior=4,
-        frame_residual=True,
+        **_RESIDUAL_HEADS,
     ),
     # GPU.
     "base": ModelConfig(
@@ -196,8 +197,7 @@ PRESETS: dict[str, ModelConfig] = {
         rope_sections=(12, 10, 10),
         action_width=64,
         num_domains=32,
-        action_prior=4,
-        frame_residual=True,
+        **_RESIDUAL_HEADS,
     ),
 }
 

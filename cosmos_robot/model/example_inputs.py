@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from cosmos_robot.model.config import ModelConfig
-from cosmos_robot.model.network import GeneratorInputs, ReasonerInputs
+from cosmos_robot.model.network import GeneratorInputs, PriorBatch, ReasonerInputs
 from cosmos_robot.model.tokenizers import ByteTokenizer
 
 
@@ -55,3 +55,16 @@ def example_inputs(
         state_channels=state_channels,
     )
     return reasoner, generator
+
+
+def example_prior_batch(generator: GeneratorInputs, chunk: int | None = None) -> PriorBatch:
+    """A :class:`PriorBatch` from example generator inputs: frame 0 and its state, the first ``chunk`` actions."""
+    chunk = chunk or generator.actions.shape[1]
+    return PriorBatch(
+        frames=generator.frames[:, 0],
+        state=generator.states[:, 0],
+        domain=generator.domain,
+        actions=generator.actions[:, :chunk],
+        action_channels=generator.action_channels,
+        action_valid=torch.ones(generator.actions.shape[0], chunk, dtype=torch.bool),
+    )

@@ -10,7 +10,7 @@ import torch
 
 import cosmos_robot.model.network as network_module
 from cosmos_robot.model.config import preset
-from cosmos_robot.model.example_inputs import example_inputs
+from cosmos_robot.model.example_inputs import example_inputs, example_prior_batch
 from cosmos_robot.model.network import WorldActionNetwork, action_frame_index, anchor_frame_index
 
 
@@ -125,14 +125,7 @@ def test_the_prior_applies_to_policy_actions_only():
 def test_prior_batch_output_and_its_error():
     net = perturbed_network()
     reasoner, gen = example_inputs(net.config, num_frames=5, num_actions=4)
-    batch = network_module.PriorBatch(
-        frames=gen.frames[:, 0],
-        state=gen.states[:, 0],
-        domain=gen.domain,
-        actions=gen.actions,
-        action_channels=gen.action_channels,
-        action_valid=torch.ones(2, 4, dtype=torch.bool),
-    )
+    batch = example_prior_batch(gen)
     out = net(reasoner, gen, prior_batch=batch)
     assert out.prior.shape == (2, net.config.action_prior, net.config.action_width)
     plain = WorldActionNetwork(dataclasses.replace(preset("tiny"), action_prior=0))

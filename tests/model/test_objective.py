@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from cosmos_robot.model.config import preset
-from cosmos_robot.model.example_inputs import example_inputs
-from cosmos_robot.model.network import PriorBatch, WorldActionNetwork
+from cosmos_robot.model.example_inputs import example_inputs, example_prior_batch
+from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 
@@ -68,14 +68,7 @@ def test_the_prior_loss_is_added_and_trains_the_prior_alone():
     reasoner, clean = example_inputs(net.config, batch=4, num_frames=5, num_actions=4)
     plan = BatchPlan.from_modes([Mode.POLICY] * 4, 5, 4)
     noise = draw_noise(clean, torch.Generator().manual_seed(0))
-    prior_batch = PriorBatch(
-        frames=clean.frames[:, 0],
-        state=clean.states[:, 0],
-        domain=clean.domain,
-        actions=clean.actions,
-        action_channels=clean.action_channels,
-        action_valid=torch.ones(4, 4, dtype=torch.bool),
-    )
+    prior_batch = example_prior_batch(clean)
     without = training_loss(net, reasoner, clean, plan, noise)
     with_prior = training_loss(net, reasoner, clean, plan, noise, prior_batch=prior_batch)
     assert with_prior.prior > 0 and without.prior == 0.0
