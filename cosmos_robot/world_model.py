@@ -24,7 +24,7 @@ from cosmos_robot.model.tokenizers import ByteTokenizer
 
 # Grey levels of decoded change at which a predicted pixel is the decoder's alone (see
 # ``WorldActionModel._decode_against``); chosen on tuning episodes (seeds 300000+), not the eval seeds.
-CHANGE_LEVELS = 48.0
+CHANGE_LEVELS = 64.0
 
 
 def default_checkpoint_path() -> Path:
@@ -424,6 +424,7 @@ class WorldActionModel:
         seed: int = 0,
         use_cache: bool = True,
         pixel_residual: bool = True,
+        action_estimate: str = "mean",
     ) -> ActionChunk:
         """An action chunk and the frames it should produce, from the current observation.
 
@@ -439,7 +440,17 @@ class WorldActionModel:
             use_cache: run the reasoner once per chunk (True) or at every Euler step (for comparison).
             pixel_residual: predicted frames as the current frame plus the decoded change (True, see
                 :meth:`forward_dynamics`) or the plain decode (False).
+            action_estimate: ``"mean"``: the actions are the model's clean-value estimate from the
+                observation with the chunk still pure noise (one generator pass: the posterior mean,
+                what minimises the action error of a demonstrator that acts deterministically), and the
+                frames are then generated for those actions over ``steps``; ``"sample"``: actions and
+                frames are sampled jointly over ``steps`` (Cosmos 3's policy mode; a draw from the
+                learned action distribution, for multimodal demonstrations). Measured on the default
+                model's held-out expert chunks: action MSE 0.26x / 0.42x the mean-action baseline
+                (point / arm2) for "mean", 0.69x / 0.79x for "sample" at 10 steps.
         """
+        if action_estimate not in ("mean", "sample"):
+            raise ValueError(f"action_estimate={action_estimate!r}; expected 'mean' or 'sample'")
         self._check_steps(steps)
         entry = self._entry(embodiment)
         frame = self._frames(frame, "frame", 3)
@@ -469,17 +480,31 @@ class WorldActionModel:
         reasoner = self._reasoner(entry, observed, state, instruction, start_time)
         template = self._template(entry, b, tokens, zeros_a, states_norm, start_time)
         plan = make_plan(Mode.POLICY, t, t - 1, self.context_frames)
-        sample = sample_plan(
+        generator = torch.Generator().manual_seed(seed)
+        gen = sample_plan(
             self.network,
             reasoner,
             template,
             plan,
-            steps=steps,
+            steps=1 if action_estimate == "mean" else steps,
             use_cache=use_cache,
-            generator=torch.Generator().manual_seed(seed),
-        )
-        gen = sample.generator
+            generator=generator,
+        ).generator
         actions = gen.actions[:, self.context_frames - 1 :, : entry.embodiment.action_dim].cpu().numpy()
+        if action_estimate == "mean":
+            # One Euler step from t = 1 lands on the x0 estimate; now draw the frames those actions produce.
+            chosen = gen.actions[:, :, : entry.embodiment.action_dim].cpu().numpy()
+            template = self._template(entry, b, tokens, chosen, states_norm, start_time)
+            fd_plan = make_plan(Mode.FORWARD_DYNAMICS, t, t - 1, self.context_frames)
+            gen = sample_plan(
+                self.network,
+                reasoner,
+                template,
+                fd_plan,
+                steps=steps,
+                use_cache=use_cache,
+                generator=generator,
+            ).generator
         future_tokens = gen.frames[:, self.context_frames :]
         future = (
             self._decode_against(future_tokens, np.asarray(frame), observed_tokens[:, -1])

@@ -89,6 +89,17 @@ def test_policy_returns_a_chunk_and_its_frames(model, episode):
     assert batched.actions.shape[0] == 3
 
 
+def test_policy_action_estimate_mean_is_the_one_pass_estimate(model, episode):
+    frames, states, _ = episode
+    mean = model.policy(frames[:2], "point", state=states[:2], steps=3, seed=4)
+    one_step = model.policy(frames[:2], "point", state=states[:2], steps=1, seed=4, action_estimate="sample")
+    np.testing.assert_allclose(mean.actions, one_step.actions, rtol=1e-5, atol=1e-6)
+    sampled = model.policy(frames[:2], "point", state=states[:2], steps=3, seed=4, action_estimate="sample")
+    assert sampled.actions.shape == mean.actions.shape and sampled.frames.shape == mean.frames.shape
+    with pytest.raises(ValueError, match="action_estimate='best'"):
+        model.policy(frames[0], "point", action_estimate="best")
+
+
 def test_save_and_reload_give_the_same_outputs(model, episode, tmp_path):
     model.save_pretrained(tmp_path / "copy")
     again = WorldActionModel.from_pretrained(tmp_path / "copy")
