@@ -9,7 +9,7 @@ baseline, whatever the steps), while a spatial-softmax keypoint net (Levine et a
 Policy's vision encoder) reaches 0.31x after 32k samples and 0.25x after 192k. Keypoints are the
 right bottleneck: the expert is a function of where three things are.
 
-So the network carries this small net (~0.1 M parameters) and trains it on its own larger batch of
+So the network carries this small net (0.35 M parameters) and trains it on its own larger batch of
 demonstration windows each step (``training_loss``'s ``prior_batch``). Its chunk enters the
 generator as a direct path - the action tokens of a window whose first noisy frame follows a clean
 one receive it as an input, and the x0 head adds it (detached) to what it predicts - so the MoT

@@ -8,7 +8,6 @@ import torch
 
 from cosmos_robot.datasets.collect import collect
 from cosmos_robot.datasets.training_set import TrainingSet
-from cosmos_robot.keys import ACTION
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 
@@ -43,4 +42,3 @@ def test_demonstrations_hold_the_default_task_windows_only(expert_and_noisy):
     assert data.demonstrations(4) is table  # built once
     with pytest.raises(ValueError, match="chunk=5"):
         data.demonstrations(5)
-    assert np.isfinite(np.asarray(train.episodes.data[ACTION])).all()
