@@ -460,10 +460,6 @@ class WorldActionNetwork(nn.Module):
         first_noisy = noisy.to(torch.int64).argmax(1)  # 0 where no frame is noisy
         source = (first_noisy - 1).clamp_min(0)
         usable = noisy.any(1) & (first_noisy >= 1)
-        rows = torch.arange(b, device=frame_t.device)
-        state = inputs.states[rows, source] * inputs.state_channels
-        with torch.no_grad():
-            chunk = self.action_prior(grids[rows, source], state, inputs.domain)  # (B, P, W)
         row = into - 1 - source[:, None]  # action k's place in the chunk
         gate = (
             usable[:, None]
@@ -472,6 +468,12 @@ class WorldActionNetwork(nn.Module):
             & (row >= 0)
             & (row < self.config.action_prior)
         )
+        if not gate.any():  # forward or inverse dynamics (the env step, labeling): skip the prior's net
+            return torch.zeros_like(inputs.actions), gate
+        rows = torch.arange(b, device=frame_t.device)
+        state = inputs.states[rows, source] * inputs.state_channels
+        with torch.no_grad():
+            chunk = self.action_prior(grids[rows, source], state, inputs.domain)  # (B, P, W)
         picked = chunk.gather(1, row.clamp(0, self.config.action_prior - 1)[..., None].expand(-1, -1, chunk.shape[-1]))
         return picked * (gate[..., None] & inputs.action_channels[:, None]).to(picked.dtype), gate
 
