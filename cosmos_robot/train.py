@@ -30,6 +30,7 @@ from cosmos_robot.checkpoint import (
 )
 from cosmos_robot.datasets.training_set import Batch, TrainingSet
 from cosmos_robot.model.config import ModelConfig, preset
+from cosmos_robot.model.inverse_prior import TransitionBatch
 from cosmos_robot.model.network import PriorBatch, ReasonerInputs, WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
@@ -61,6 +62,8 @@ class TrainConfig:
         prior_batch: demonstration windows per step for the action prior's own loss (models with
             ``action_prior``; 0 trains no prior). Drawn beside the main batch: the prior is a small
             net and needs more samples than the policy share of the main batch gives it.
+        inverse_batch: consecutive-frame pairs per step for the inverse prior's own loss (models
+            with ``inverse_prior``; 0 trains no inverse prior), for the same reason.
         time_shift: shift of the logit-normal flow-time sampler.
         ae_steps: autoencoder training steps.
         ae_batch: autoencoder batch.
@@ -87,6 +90,7 @@ class TrainConfig:
     context_frames: int = 1
     instruction_dropout: float = 0.1
     prior_batch: int = 64
+    inverse_batch: int = 256
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -101,8 +105,10 @@ class TrainConfig:
         self.mode_mix = tuple(float(p) for p in self.mode_mix)
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
-        if not isinstance(self.prior_batch, int) or self.prior_batch < 0:
-            raise ValueError(f"prior_batch={self.prior_batch!r}; expected a non-negative integer")
+        for name in ("prior_batch", "inverse_batch"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name}={value!r}; expected a non-negative integer")
         for name in ("steps", "batch_size", "num_frames", "ae_batch", "threads"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer")
@@ -163,10 +169,10 @@ class Trainer:
         self.config = config
         self.progress = progress
         self.rank, self.world = _distributed()
-        if config.batch_size % self.world or config.prior_batch % self.world:
+        if config.batch_size % self.world or config.prior_batch % self.world or config.inverse_batch % self.world:
             raise ValueError(
-                f"batch_size={config.batch_size}, prior_batch={config.prior_batch}: "
-                f"expected both divisible by the {self.world} processes"
+                f"batch_size={config.batch_size}, prior_batch={config.prior_batch}, "
+                f"inverse_batch={config.inverse_batch}: expected all divisible by the {self.world} processes"
             )
         torch.set_num_threads(config.threads)
         self.device = (
@@ -274,6 +280,13 @@ class Trainer:
         table = self.data.demonstrations(chunk)
         return table.select(torch.randint(len(table.domain), (self.config.prior_batch,), generator=self.generator))
 
+    def _draw_inverse_batch(self) -> TransitionBatch | None:
+        """The inverse prior's consecutive-frame pairs for this step (global batch), or None."""
+        if not self.network.config.inverse_prior or not self.config.inverse_batch:
+            return None
+        table = self.data.transitions()
+        return table.take(torch.randint(len(table), (self.config.inverse_batch,), generator=self.generator))
+
     def _draw_batch(self) -> tuple[Batch, BatchPlan, list[Mode], Any]:
         c = self.config
         picks = self.data.draw(c.batch_size, self.generator)
@@ -299,6 +312,10 @@ class Trainer:
         if prior_batch is not None:
             share = c.prior_batch // self.world
             prior_batch = prior_batch.select(slice(self.rank * share, (self.rank + 1) * share)).to(self.device)
+        inverse_batch = self._draw_inverse_batch()
+        if inverse_batch is not None:
+            share = c.inverse_batch // self.world
+            inverse_batch = inverse_batch.select(slice(self.rank * share, (self.rank + 1) * share)).to(self.device)
         local = slice(self.rank * (c.batch_size // self.world), (self.rank + 1) * (c.batch_size // self.world))
         batch, plan = _select(batch, local, self.device), plan.select(local)
         plan = BatchPlan(plan.frames.to(self.device), plan.actions.to(self.device), plan.states.to(self.device))
@@ -317,6 +334,7 @@ class Trainer:
                 batch.rewards,
                 batch.successes,
                 prior_batch=prior_batch,
+                inverse_batch=inverse_batch,
             )
         self.optimizer.zero_grad(set_to_none=True)
         terms.total.backward()
@@ -331,6 +349,8 @@ class Trainer:
         logged = {"step": self.step, "loss": terms.total.item(), "actions": terms.actions, "frames": terms.frames}
         if prior_batch is not None:
             logged["prior"] = terms.prior
+        if inverse_batch is not None:
+            logged["inverse"] = terms.inverse
         local_modes = modes[local]
         for mode in MODES:
             mask = torch.tensor([m is mode for m in local_modes])

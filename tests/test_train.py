@@ -111,6 +111,7 @@ def test_learning_rate_warms_up_then_decays():
         ({"context_frames": 5}, "context_frames=5"),
         ({"steps": 0}, "steps=0"),
         ({"prior_batch": -1}, "prior_batch=-1"),
+        ({"inverse_batch": 2.5}, "inverse_batch=2.5"),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):

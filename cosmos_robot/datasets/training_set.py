@@ -19,6 +19,7 @@ from cosmos_robot.datasets.episodes import EpisodeArrays
 from cosmos_robot.datasets.windows import TimeAlignedWindows, WindowSpec, open_episodes
 from cosmos_robot.keys import ACTION, OBS_STATE
 from cosmos_robot.model.config import ModelConfig
+from cosmos_robot.model.inverse_prior import TransitionBatch
 from cosmos_robot.model.network import GeneratorInputs, PriorBatch, ReasonerInputs
 from cosmos_robot.model.tokenizers import ByteTokenizer, FrameAutoencoder
 
@@ -92,6 +93,34 @@ class Batch:
     successes: torch.Tensor  # (B, K)
 
 
+@dataclass
+class TransitionTable:
+    """Consecutive-frame pairs of a split, kept as indices into its frame latents (not copied per pair).
+
+    Attributes:
+        latents: (N, G*G, Cf) every frame's latent tokens, embodiments end to end.
+        first: (P,) long, the row in ``latents`` of each pair's first frame (the second is the next row).
+        actions: (P, W) the normalised, padded action taken at the first frame.
+        domain: (P,) long.
+        action_channels: (P, W) bool.
+    """
+
+    latents: torch.Tensor
+    first: torch.Tensor
+    actions: torch.Tensor
+    domain: torch.Tensor
+    action_channels: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def take(self, index: torch.Tensor) -> TransitionBatch:
+        """The pairs at ``index`` as a batch."""
+        rows = self.first[index]
+        frames = torch.stack([self.latents[rows], self.latents[rows + 1]], 1)
+        return TransitionBatch(frames, self.domain[index], self.actions[index], self.action_channels[index])
+
+
 class TrainingSet:
     """Windows of several datasets for one model.
 
@@ -131,6 +160,7 @@ class TrainingSet:
         self.tasks = {name: parts[0].tasks[0] for name, parts in grouped.items()}
         self.data: dict[str, EmbodimentData] = {}
         self._demonstrations: dict[tuple[int, str], PriorBatch] = {}
+        self._transitions: dict[str, TransitionTable] = {}
 
     def frames(self) -> torch.Tensor:
         """All training frames (uint8 (N, H, W, 3)), for the autoencoder."""
@@ -202,6 +232,36 @@ class TrainingSet:
             raise ValueError(f"no {split} episode is recorded under its embodiment's default task {self.tasks}")
         table = PriorBatch(*(torch.cat([getattr(p, f) for p in parts]) for f in PriorBatch.__dataclass_fields__))
         self._demonstrations[key] = table
+        return table
+
+    def transitions(self, split: str = "train") -> TransitionTable:
+        """Every pair of consecutive frames inside an episode, with the action between them, of every
+        source (any task: noisy actions are what inverse dynamics must read), as the inverse prior's
+        table. Built once per split."""
+        if split in self._transitions:
+            return self._transitions[split]
+        c = self.config
+        latents, first, actions, domain, channels = [], [], [], [], []
+        offset = 0
+        for name in sorted(self.data):
+            d = self.data[name]
+            episodes = getattr(d, split).episodes
+            ends = episodes.episode_ends
+            rows = np.arange(int(ends[-1]) if len(ends) else 0)
+            rows = rows[~np.isin(rows, ends - 1)]  # an episode's last frame has no next frame
+            raw = np.asarray(episodes.data[ACTION][:])[rows]
+            latents.append(torch.from_numpy(np.asarray(episodes.data[LATENTS])))
+            first.append(torch.from_numpy(rows + offset))
+            actions.append(torch.from_numpy(pad_to_shared(d.action_norm.normalize(raw), c.action_width, name)[0]))
+            domain.append(torch.full((len(rows),), d.embodiment.domain_id))
+            channels.append((torch.arange(c.action_width) < d.embodiment.action_dim).expand(len(rows), -1))
+            offset += int(ends[-1]) if len(ends) else 0
+        table = TransitionTable(
+            torch.cat(latents), torch.cat(first), torch.cat(actions), torch.cat(domain), torch.cat(channels)
+        )
+        if not len(table):
+            raise ValueError(f"the {split} split has no episode of two or more frames")
+        self._transitions[split] = table
         return table
 
     def collate(self, picks: list[tuple[str, int]], split: str = "train", context_frames: int = 1) -> Batch:

@@ -9,6 +9,12 @@ baseline, whatever the steps), while a spatial-softmax keypoint net (Levine et a
 Policy's vision encoder) reaches 0.31x after 32k samples and 0.25x after 192k. Keypoints are the
 right bottleneck: the expert is a function of where three things are.
 
+The state enters the MLP with sinusoidal features ``sin(2^j pi s), cos(2^j pi s)`` of each
+normalised channel (``state_frequencies``): arm2's expert maps joint angles to joint velocities through
+the arm's forward kinematics, sines and cosines of the angles, which an MLP of the raw angles builds
+slowly. The same probe on arm2 (400 expert episodes): held-out 0.33x the mean-action MSE after 192k
+samples with the raw state, 0.26x with two frequencies.
+
 So the network carries this small net (0.35 M parameters) and trains it on its own larger batch of
 demonstration windows each step (``training_loss``'s ``prior_batch``). Its chunk enters the
 generator as a direct path - the action tokens of a window whose first noisy frame follows a clean
@@ -17,6 +23,8 @@ learns a correction on top of it, and a zero correction already is behaviour clo
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F  # noqa: N812
@@ -46,6 +54,7 @@ class ActionPrior(nn.Module):
         width: conv width.
         keypoints: feature maps, each reduced to one (row, col) keypoint.
         hidden: MLP width.
+        state_frequencies: sinusoidal features per state channel (pairs; 0 = the raw state only).
     """
 
     def __init__(
@@ -58,9 +67,13 @@ class ActionPrior(nn.Module):
         width: int = 32,
         keypoints: int = 16,
         hidden: int = 256,
+        state_frequencies: int = 0,
     ) -> None:
         super().__init__()
         self.chunk, self.action_width = chunk, action_width
+        self.register_buffer(
+            "state_scales", math.pi * 2.0 ** torch.arange(state_frequencies, dtype=torch.float32), persistent=False
+        )
         # The latent grid is 8x8: keypoints need a finer lattice for sub-cell positions.
         self.conv = nn.Sequential(
             nn.Upsample(scale_factor=4, mode="bilinear", align_corners=False),
@@ -72,7 +85,7 @@ class ActionPrior(nn.Module):
         )
         self.keypoints = SpatialSoftmax()
         self.mlp = nn.Sequential(
-            nn.Linear(2 * keypoints + state_width, hidden),
+            nn.Linear(2 * keypoints + state_width * (1 + 2 * state_frequencies), hidden),
             nn.GELU(approximate="tanh"),
             nn.Linear(hidden, hidden),
             nn.GELU(approximate="tanh"),
@@ -82,7 +95,9 @@ class ActionPrior(nn.Module):
 
     def forward(self, grid: torch.Tensor, state: torch.Tensor, domain: torch.Tensor) -> torch.Tensor:
         """grid (B, C, h, w), state (B, state_width) normalised, domain (B,) -> (B, chunk, action_width)."""
-        features = self.mlp(torch.cat([self.keypoints(self.conv(grid)), state.to(grid.dtype)], 1))
+        state = state.to(grid.dtype)
+        angles = (state[:, :, None] * self.state_scales.to(grid.dtype)).flatten(1)
+        features = self.mlp(torch.cat([self.keypoints(self.conv(grid)), state, angles.sin(), angles.cos()], 1))
         out = torch.einsum("bh,bho->bo", features, self.out_weight[domain]) + self.out_bias[domain]
         return out.view(-1, self.chunk, self.action_width)
 

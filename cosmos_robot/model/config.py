@@ -43,6 +43,13 @@ class ModelConfig:
         frame_residual: the frame x0 head predicts the change from each frame's anchor (the latest
             clean frame at or before it), so an untrained head copies the last frame rather than
             predicting zeros; needs ``target="x0"``.
+        prior_state_frequencies: sinusoidal features of each state channel the action prior's MLP
+            also reads (pairs of sin/cos at doubling frequencies; 0 = the raw state only, as in
+            checkpoints from before it existed).
+        inverse_prior: action tokens between two clean frames (inverse dynamics, labeling) are
+            given the estimate of a small inverse-dynamics net
+            (:mod:`cosmos_robot.model.inverse_prior`), and the action x0 head adds to it; needs
+            ``target="x0"``.
     """
 
     d_model: int = 128
@@ -65,6 +72,8 @@ class ModelConfig:
     target: str = "x0"
     action_prior: int = 0
     frame_residual: bool = False
+    prior_state_frequencies: int = 0
+    inverse_prior: bool = False
 
     def __post_init__(self) -> None:
         positive = (
@@ -103,14 +112,18 @@ class ModelConfig:
             )
         if self.target not in ("x0", "velocity"):
             raise ValueError(f"target={self.target!r}; expected 'x0' or 'velocity'")
-        if not isinstance(self.action_prior, int) or isinstance(self.action_prior, bool) or self.action_prior < 0:
-            raise ValueError(f"action_prior={self.action_prior!r}; expected a non-negative integer")
-        if not isinstance(self.frame_residual, bool):
-            raise ValueError(f"frame_residual={self.frame_residual!r}; expected true or false")
-        if (self.action_prior or self.frame_residual) and self.target != "x0":
+        for name in ("action_prior", "prior_state_frequencies"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name}={value!r}; expected a non-negative integer")
+        for name in ("frame_residual", "inverse_prior"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected true or false")
+        if (self.action_prior or self.frame_residual or self.inverse_prior) and self.target != "x0":
             raise ValueError(
-                f"action_prior={self.action_prior}, frame_residual={self.frame_residual} with target={self.target!r}; "
-                "both add to the x0 heads: expected target='x0'"
+                f"action_prior={self.action_prior}, frame_residual={self.frame_residual}, "
+                f"inverse_prior={self.inverse_prior} with target={self.target!r}; "
+                "they add to the x0 heads: expected target='x0'"
             )
         for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight"):
             if getattr(self, name) <= 0:
@@ -167,8 +180,13 @@ class ModelConfig:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
 
-# Every preset trains with both residual heads (ModelConfig docs; measured reasons in network.py).
-_RESIDUAL_HEADS: dict[str, Any] = {"action_prior": 4, "frame_residual": True}
+# Every preset trains with the residual heads (ModelConfig docs; measured reasons in network.py).
+_RESIDUAL_HEADS: dict[str, Any] = {
+    "action_prior": 4,
+    "prior_state_frequencies": 2,
+    "frame_residual": True,
+    "inverse_prior": True,
+}
 
 PRESETS: dict[str, ModelConfig] = {
     # Seconds on CPU: the test preset.

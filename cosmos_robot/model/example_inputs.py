@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from cosmos_robot.model.config import ModelConfig
+from cosmos_robot.model.inverse_prior import TransitionBatch
 from cosmos_robot.model.network import GeneratorInputs, PriorBatch, ReasonerInputs
 from cosmos_robot.model.tokenizers import ByteTokenizer
 
@@ -67,4 +68,14 @@ def example_prior_batch(generator: GeneratorInputs, chunk: int | None = None) ->
         actions=generator.actions[:, :chunk],
         action_channels=generator.action_channels,
         action_valid=torch.ones(generator.actions.shape[0], chunk, dtype=torch.bool),
+    )
+
+
+def example_transition_batch(generator: GeneratorInputs) -> TransitionBatch:
+    """A :class:`TransitionBatch` from example generator inputs: frames 0 and 1 and the action between them."""
+    return TransitionBatch(
+        frames=generator.frames[:, :2],
+        domain=generator.domain,
+        actions=generator.actions[:, 0],
+        action_channels=generator.action_channels,
     )

@@ -29,6 +29,9 @@ step ahead (point FD PSNR h1 25.5 dB vs copy-last 26.0): the x0 head had to rebu
 from the residual stream, so a frame token's x0 is now its anchor token plus what the head adds.
 Its policy stayed above the mean-action MSE: policy action tokens now start from the chunk of a
 keypoint behaviour-cloning prior (:mod:`cosmos_robot.model.action_prior`), trained on its own batch.
+The fourth default model's arm2 inverse dynamics stayed at R^2 0.75, for the same reason (too few
+pairs seen): action tokens between two clean frames now start from a small inverse-dynamics net
+(:mod:`cosmos_robot.model.inverse_prior`), also trained on its own batch.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from torch import nn
 
 from cosmos_robot.model.action_prior import ActionPrior
 from cosmos_robot.model.config import ModelConfig
+from cosmos_robot.model.inverse_prior import InversePrior, TransitionBatch
 from cosmos_robot.model.mot import MoTBlock, ReasonerCache
 from cosmos_robot.model.rope import MRoPE, grid_positions, point_positions, temporal_positions, text_positions
 from cosmos_robot.model.tokenizers import ByteTokenizer, PatchStem
@@ -117,6 +121,7 @@ class GeneratorOutputs:
     success_logit: torch.Tensor
     x0: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
     prior: torch.Tensor | None = None
+    inverse: torch.Tensor | None = None
 
 
 @dataclass
@@ -128,9 +133,9 @@ class DirectPaths:
         actions: (B, K, D) embedded frames around each action.
         states: (B, T, D) embedded frame of each state.
         anchor_frames: (B, T, G*G, Cf) each frame's anchor tokens (zeros where it has none).
-        prior_actions: (B, K, W) the prior's action per action token (zeros where it does not apply),
-            or None without a prior.
-        prior_gate: (B, K) where the prior applies, or None.
+        prior_actions: (B, K, W) the action prior's or the inverse prior's action per action token
+            (zeros where neither applies), or None in a model without either.
+        prior_gate: (B, K) where one of them applies, or None.
     """
 
     frames: torch.Tensor
@@ -357,8 +362,18 @@ class WorldActionNetwork(nn.Module):
         self.action_in = DomainLinear(config.num_domains, config.action_width, d)
         if config.action_prior:
             self.action_prior = ActionPrior(
-                config.latent_channels, config.state_width, config.action_width, config.action_prior, config.num_domains
+                config.latent_channels,
+                config.state_width,
+                config.action_width,
+                config.action_prior,
+                config.num_domains,
+                state_frequencies=config.prior_state_frequencies,
             )
+        if config.inverse_prior:
+            self.inverse_prior = InversePrior(
+                config.latent_channels, config.latent_grid * config.patch_merge, config.action_width, config.num_domains
+            )
+        if config.action_prior or config.inverse_prior:
             self.prior_in = DomainLinear(config.num_domains, config.action_width, d)
         self.state_in = nn.Linear(config.state_width, d)
         self.modality = nn.Parameter(torch.zeros(3, d))  # frame, action, state
@@ -447,7 +462,31 @@ class WorldActionNetwork(nn.Module):
         paths = DirectPaths(frame_path, motion, self.state_frame_in(flat), anchor)
         if self.config.action_prior:
             paths.prior_actions, paths.prior_gate = self._prior_actions(inputs, grids, into)
+        if self.config.inverse_prior:
+            inverse, gate = self._inverse_actions(inputs, grids, into)
+            if paths.prior_actions is None:
+                paths.prior_actions, paths.prior_gate = inverse, gate
+            else:  # the two gates are disjoint: a policy action's frames are noisy, an inverse one's clean
+                paths.prior_actions, paths.prior_gate = paths.prior_actions + inverse, paths.prior_gate | gate
         return paths
+
+    def _inverse_actions(
+        self, inputs: GeneratorInputs, grids: torch.Tensor, into: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The inverse prior's estimate for each noisy action whose two frames are clean (inverse
+        dynamics); ((B, K, W), gate (B, K)). Detached: only its own batch trains it."""
+        clean = inputs.frame_t == 0
+        gate = (inputs.action_t > 0) & clean.gather(1, into - 1) & clean.gather(1, into)
+        if not gate.any():  # forward dynamics or policy: skip the net
+            return torch.zeros_like(inputs.actions), gate
+        b, k = into.shape
+        with torch.no_grad():
+            estimate = self.inverse_prior(
+                pick_frames(grids, into - 1).flatten(0, 1),
+                pick_frames(grids, into).flatten(0, 1),
+                inputs.domain.repeat_interleave(k),
+            ).view(b, k, -1)
+        return estimate * (gate[..., None] & inputs.action_channels[:, None]).to(estimate.dtype), gate
 
     def _prior_actions(
         self, inputs: GeneratorInputs, grids: torch.Tensor, into: torch.Tensor
@@ -482,6 +521,11 @@ class WorldActionNetwork(nn.Module):
         c = self.config
         grid = latent_grids(batch.frames[:, None], c)[:, 0]
         return self.action_prior(grid, batch.state, batch.domain)
+
+    def inverse(self, batch: TransitionBatch) -> torch.Tensor:
+        """The inverse prior's action (B, W) for a :class:`TransitionBatch` (what its loss trains)."""
+        grids = latent_grids(batch.frames, self.config)
+        return self.inverse_prior(grids[:, 0], grids[:, 1], batch.domain)
 
     def embed_generator(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor, DirectPaths]:
         """(tokens (B, Ld, D), per-token modulation (B, Ld, 6D) from each token's flow time, the direct paths)."""
@@ -537,11 +581,13 @@ class WorldActionNetwork(nn.Module):
         generator: GeneratorInputs,
         joint: bool = False,
         prior_batch: PriorBatch | None = None,
+        inverse_batch: TransitionBatch | None = None,
     ) -> GeneratorOutputs:
         """Full pass. ``joint=True`` runs each block as ONE attention over ``[AR ; DM]`` (the reference
         the cached path is tested against); otherwise the reasoner runs first, then the generator.
         With ``prior_batch`` the outputs also hold the action prior's chunk for it (``prior``): its
-        loss is computed inside ``forward`` so data-parallel training sees every parameter used."""
+        loss is computed inside ``forward`` so data-parallel training sees every parameter used.
+        Likewise ``inverse_batch`` and the inverse prior's action for it (``inverse``)."""
         if not joint:
             out = self.generate_step(self.encode_reasoner(reasoner), generator)
         else:
@@ -557,6 +603,10 @@ class WorldActionNetwork(nn.Module):
             if not self.config.action_prior:
                 raise ValueError("prior_batch was given but the model has no action prior (action_prior=0)")
             out.prior = self.prior(prior_batch)
+        if inverse_batch is not None:
+            if not self.config.inverse_prior:
+                raise ValueError("inverse_batch was given but the model has no inverse prior (inverse_prior=false)")
+            out.inverse = self.inverse(inverse_batch)
         return out
 
     def _heads(self, dm: torch.Tensor, inputs: GeneratorInputs, paths: DirectPaths) -> GeneratorOutputs:

@@ -21,6 +21,7 @@ import torch.nn.functional as F  # noqa: N812
 
 from cosmos_robot.model.action_prior import prior_loss
 from cosmos_robot.model.flow import add_noise, sample_time, velocity_target
+from cosmos_robot.model.inverse_prior import TransitionBatch, inverse_loss
 from cosmos_robot.model.network import GeneratorInputs, PriorBatch, ReasonerInputs, WorldActionNetwork
 from cosmos_robot.model.plan import Mode, Plan, make_plan
 
@@ -87,6 +88,7 @@ class LossTerms:
     reward: float
     success: float
     prior: float = 0.0
+    inverse: float = 0.0
 
 
 def _sse(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,6 +106,7 @@ def training_loss(
     rewards: torch.Tensor | None = None,
     successes: torch.Tensor | None = None,
     prior_batch: PriorBatch | None = None,
+    inverse_batch: TransitionBatch | None = None,
 ) -> LossTerms:
     """Noise the planned tokens, predict velocities, and return the weighted flow loss plus head losses.
 
@@ -117,6 +120,8 @@ def training_loss(
         successes: (B, K) true success flags per action, or None.
         prior_batch: demonstration windows for the action prior's regression loss (added to the
             total), or None to skip it.
+        inverse_batch: consecutive-frame pairs for the inverse prior's regression loss (added to the
+            total), or None to skip it.
     """
     t_frame = noise.t_frames * plan.frames  # (B, T)
     t_action = noise.t_actions * plan.actions  # (B, K)
@@ -129,7 +134,8 @@ def training_loss(
         states=add_noise(clean.states, noise.states, t_state[..., None]),
         state_t=t_state,
     )
-    out = network(reasoner, noisy, prior_batch=prior_batch) if prior_batch is not None else network(reasoner, noisy)
+    extra = {"prior_batch": prior_batch, "inverse_batch": inverse_batch}
+    out = network(reasoner, noisy, **{k: v for k, v in extra.items() if v is not None})
 
     frame_mask = plan.frames[..., None, None]
     action_mask = plan.actions[..., None] & clean.action_channels[:, None]
@@ -160,6 +166,10 @@ def training_loss(
     if prior_batch is not None:
         prior_term = prior_loss(out.prior, prior_batch.actions, prior_batch.action_channels, prior_batch.action_valid)
         total = total + prior_term
+    inverse_term = torch.zeros((), device=total.device)
+    if inverse_batch is not None:
+        inverse_term = inverse_loss(out.inverse, inverse_batch.actions, inverse_batch.action_channels)
+        total = total + inverse_term
 
     def mean(sse: torch.Tensor, n: torch.Tensor) -> float:
         return float(sse.detach().sum() / n.sum().clamp_min(1.0))
@@ -173,4 +183,5 @@ def training_loss(
         float(reward_loss.detach()),
         float(success_loss.detach()),
         float(prior_term.detach()),
+        float(inverse_term.detach()),
     )

@@ -1,4 +1,5 @@
-"""TrainingSet: the action prior's demonstration table (default-task episodes only, normalised, padded)."""
+"""TrainingSet: the action prior's demonstration table (default-task episodes only, normalised, padded)
+and the inverse prior's transition table (every consecutive pair inside an episode, any task)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,25 @@ def test_demonstrations_hold_the_default_task_windows_only(expert_and_noisy):
     assert data.demonstrations(4) is table  # built once
     with pytest.raises(ValueError, match="chunk=5"):
         data.demonstrations(5)
+
+
+def test_transitions_pair_every_frame_with_the_next_one_inside_its_episode(expert_and_noisy):
+    config = preset("tiny")
+    data = TrainingSet([str(p) for p in expert_and_noisy], config, num_frames=5, val_fraction=0.2, seed=0)
+    torch.manual_seed(0)
+    data.prepare(FrameAutoencoder(config.latent_channels, config.patch_merge))
+    table = data.transitions()
+    episodes = data.data["point"].train.episodes
+    lengths = np.diff(np.r_[0, episodes.episode_ends])
+    assert len(table) == int((lengths - 1).sum())  # both tasks, no pair across an episode boundary
+    assert not np.isin(table.first.numpy(), episodes.episode_ends - 1).any()
+    batch = table.take(torch.arange(len(table)))
+    latents = torch.from_numpy(np.asarray(episodes.data["latents"]))
+    torch.testing.assert_close(batch.frames[:, 0], latents[table.first])
+    torch.testing.assert_close(batch.frames[:, 1], latents[table.first + 1])
+    raw = np.asarray(episodes.data["action"])[table.first.numpy()]
+    expected = data.data["point"].action_norm.normalize(raw)
+    np.testing.assert_allclose(batch.actions[:, :2].numpy(), expected, rtol=1e-6)
+    assert np.abs(batch.actions[:, 2:].numpy()).max() == 0 and batch.action_channels[:, :2].all()
+    assert data.transitions() is table  # built once
+    assert len(data.transitions("val")) > 0

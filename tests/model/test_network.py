@@ -10,7 +10,7 @@ import torch
 
 import cosmos_robot.model.network as network_module
 from cosmos_robot.model.config import preset
-from cosmos_robot.model.example_inputs import example_inputs, example_prior_batch
+from cosmos_robot.model.example_inputs import example_inputs, example_prior_batch, example_transition_batch
 from cosmos_robot.model.network import WorldActionNetwork, action_frame_index, anchor_frame_index
 
 
@@ -72,7 +72,7 @@ def test_actions_change_the_predicted_frames():
 
 
 def test_untrained_network_predicts_zero_without_residual_heads():
-    plain = dataclasses.replace(preset("tiny"), action_prior=0, frame_residual=False)
+    plain = dataclasses.replace(preset("tiny"), action_prior=0, frame_residual=False, inverse_prior=False)
     net = WorldActionNetwork(plain)
     reasoner, gen = example_inputs(net.config)
     out = net(reasoner, gen)
@@ -106,7 +106,7 @@ def test_untrained_network_copies_the_anchor_and_starts_from_the_prior():
     assert actions.abs().max() > 0 and states.abs().max() == 0
 
 
-def test_the_prior_applies_to_policy_actions_only():
+def test_the_action_prior_applies_to_policy_actions_and_the_inverse_prior_between_clean_frames():
     net = perturbed_network()
     # Two context frames: action 0 leads into a clean frame (history), actions 1..3 get chunk rows 0..2.
     reasoner, gen = policy_window(net.config, context_frames=2)
@@ -115,11 +115,26 @@ def test_the_prior_applies_to_policy_actions_only():
     grid = network_module.latent_grids(gen.frames[:, 1:2], net.config)[:, 0]
     chunk = net.action_prior(grid, gen.states[:, 1] * gen.state_channels, gen.domain)
     torch.testing.assert_close(paths.prior_actions[:, 1:], (chunk[:, :3] * gen.action_channels[:, None]))
-    # Inverse dynamics (every frame clean) and forward dynamics (actions clean): no prior anywhere.
+    # Action 0 there spans two clean frames but is clean itself (history): no estimate.
+    assert paths.prior_actions[:, 0].abs().max() == 0
+    # Inverse dynamics (every frame clean, actions noisy): the inverse prior's estimate on every action.
     _, clean = example_inputs(net.config, num_frames=5, num_actions=4)
-    assert not net._direct_paths(clean.replace(action_t=torch.full_like(clean.action_t, 0.5))).prior_gate.any()
+    inverse = clean.replace(action_t=torch.full_like(clean.action_t, 0.5))
+    paths = net._direct_paths(inverse)
+    assert paths.prior_gate.all()
+    grids = network_module.latent_grids(clean.frames, net.config)
+    for k in range(4):
+        estimate = net.inverse_prior(grids[:, k], grids[:, k + 1], clean.domain) * clean.action_channels
+        assert estimate.abs().max() > 0
+        torch.testing.assert_close(paths.prior_actions[:, k], estimate)
+    # Forward dynamics (actions clean): neither prior anywhere.
     fd = clean.replace(frame_t=torch.tensor([[0.0, 0.5, 0.5, 0.5, 0.5]] * 2))
     assert not net._direct_paths(fd).prior_gate.any()
+    # Each prior works without the other.
+    without_action_prior = WorldActionNetwork(dataclasses.replace(preset("tiny"), action_prior=0))
+    assert without_action_prior._direct_paths(inverse).prior_gate.all()
+    without_inverse_prior = WorldActionNetwork(dataclasses.replace(preset("tiny"), inverse_prior=False))
+    assert not without_inverse_prior._direct_paths(inverse).prior_gate.any()
 
 
 def test_prior_batch_output_and_its_error():
@@ -131,6 +146,46 @@ def test_prior_batch_output_and_its_error():
     plain = WorldActionNetwork(dataclasses.replace(preset("tiny"), action_prior=0))
     with pytest.raises(ValueError, match="no action prior"):
         plain(reasoner, gen, prior_batch=batch)
+
+
+def test_the_action_prior_reads_sinusoidal_state_features():
+    net = perturbed_network()
+    prior, width = net.action_prior, net.config.state_width
+    keypoints = 2 * 16
+    assert prior.mlp[0].in_features == keypoints + width * (1 + 2 * net.config.prior_state_frequencies)
+    with torch.no_grad():  # without the raw state columns, what is left are sin/cos of pi * 2^j * s: period 2
+        prior.mlp[0].weight[:, keypoints : keypoints + width] = 0
+    grid, domain = torch.randn(2, net.config.latent_channels, 8, 8), torch.zeros(2, dtype=torch.long)
+    state = torch.rand(2, width) * 2 - 1
+    torch.testing.assert_close(prior(grid, state, domain), prior(grid, state + 2.0, domain), atol=1e-4, rtol=1e-4)
+    assert (prior(grid, state, domain) - prior(grid, state + 0.5, domain)).abs().max() > 1e-3
+    raw_only = WorldActionNetwork(dataclasses.replace(preset("tiny"), prior_state_frequencies=0))
+    assert raw_only.action_prior.mlp[0].in_features == keypoints + width  # checkpoints from before it
+
+
+def test_inverse_batch_output_and_its_error():
+    net = perturbed_network()
+    reasoner, gen = example_inputs(net.config, num_frames=5, num_actions=4)
+    batch = example_transition_batch(gen)
+    out = net(reasoner, gen, inverse_batch=batch)
+    assert out.inverse.shape == (2, net.config.action_width)
+    grids = network_module.latent_grids(gen.frames, net.config)
+    torch.testing.assert_close(out.inverse, net.inverse_prior(grids[:, 0], grids[:, 1], gen.domain))
+    plain = WorldActionNetwork(dataclasses.replace(preset("tiny"), inverse_prior=False))
+    assert not hasattr(plain, "inverse_prior")
+    with pytest.raises(ValueError, match="no inverse prior"):
+        plain(reasoner, gen, inverse_batch=batch)
+
+
+def test_untrained_network_starts_inverse_dynamics_from_the_inverse_prior():
+    net = WorldActionNetwork(preset("tiny"))
+    reasoner, gen = example_inputs(net.config, num_frames=3, num_actions=2)
+    gen = gen.replace(action_t=torch.full_like(gen.action_t, 1.0))
+    actions = net(reasoner, gen).x0[1]
+    grids = network_module.latent_grids(gen.frames, net.config)
+    for k in range(2):
+        estimate = net.inverse_prior(grids[:, k], grids[:, k + 1], gen.domain) * gen.action_channels
+        torch.testing.assert_close(actions[:, k], estimate)
 
 
 def test_x0_target_gives_the_velocity_that_lands_on_x0():
