@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 import cosmos_robot.world_model as world_model_module
 from cosmos_robot.envs.push_block import PushBlockEnv
@@ -98,6 +99,27 @@ def test_policy_action_estimate_mean_is_the_one_pass_estimate(model, episode):
     assert sampled.actions.shape == mean.actions.shape and sampled.frames.shape == mean.frames.shape
     with pytest.raises(ValueError, match="action_estimate='best'"):
         model.policy(frames[0], "point", action_estimate="best")
+
+
+def test_policy_guidance_extrapolates_from_the_estimate_without_instruction(smoke_checkpoint, episode):
+    # The smoke model has barely seen its instruction: perturb its weights so the instruction matters.
+    model = WorldActionModel.from_pretrained(smoke_checkpoint)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in model.network.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    frames, states, _ = episode
+    kwargs = {"state": states[:2], "steps": 2, "seed": 5}
+    cond = model.policy(frames[:2], "point", instruction="push it", guidance_scale=1.0, **kwargs).actions
+    uncond = model.policy(frames[:2], "point", instruction="", guidance_scale=1.0, **kwargs).actions
+    assert np.abs(cond - uncond).max() > 1e-4  # the instruction matters, so guidance can move the estimate
+    for scale in (0.0, 2.5):
+        guided = model.policy(frames[:2], "point", instruction="push it", guidance_scale=scale, **kwargs).actions
+        np.testing.assert_allclose(guided, uncond + scale * (cond - uncond), rtol=1e-4, atol=1e-5)
+    assert world_model_module.POLICY_GUIDANCE != 1.0  # the default guides
+    for bad in (-1.0, float("nan"), "2", True):
+        with pytest.raises(ValueError, match="guidance_scale="):
+            model.policy(frames[0], "point", guidance_scale=bad)
 
 
 def test_save_and_reload_give_the_same_outputs(model, episode, tmp_path):

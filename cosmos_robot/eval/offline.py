@@ -28,6 +28,27 @@ def r2_per_dim(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
     return 1.0 - ss_res / np.maximum(ss_tot, 1e-12)
 
 
+def policy_chunks(
+    model: WorldActionModel,
+    embodiment: str,
+    frames: np.ndarray,
+    states: np.ndarray,
+    actions: np.ndarray,
+    **policy_options: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The policy's first chunk from every ``chunk``-th step of one episode, against the recorded actions.
+
+    Returns (predicted, true), each (N, A): the chunks end to end, cut at the episode's end.
+    ``policy_options`` go to :meth:`WorldActionModel.policy` (steps, seed, guidance_scale, ...)."""
+    chunk, length = model.future_frames, len(frames)
+    starts = np.arange(0, max(1, length - chunk), chunk)
+    out = model.policy(frames[starts], embodiment, state=states[starts], **policy_options)
+    cut = [min(chunk, length - s) for s in starts]
+    predicted = np.concatenate([out.actions[i, :n] for i, n in enumerate(cut)])
+    true = np.concatenate([actions[s : s + n] for s, n in zip(starts, cut, strict=True)])
+    return predicted, true
+
+
 def evaluate_offline(
     model: WorldActionModel,
     dataset: str | os.PathLike,
@@ -87,14 +108,9 @@ def evaluate_offline(
         if length >= 2:
             id_pred.append(model.inverse_dynamics(frames, embodiment, fps=data.fps, steps=steps, seed=seed)[0])
             id_true.append(actions[: length - 1])
-        # policy: the first chunk from every few steps
-        chunk = model.future_frames
-        starts = np.arange(0, max(1, length - chunk), chunk)
-        out = model.policy(frames[starts], embodiment, state=states[starts], steps=steps, seed=seed)
-        for i, s in enumerate(starts):
-            n = min(chunk, length - s)
-            pol_pred.append(out.actions[i, :n])
-            pol_true.append(actions[s : s + n])
+        predicted, true = policy_chunks(model, embodiment, frames, states, actions, steps=steps, seed=seed)
+        pol_pred.append(predicted)
+        pol_true.append(true)
     id_pred_all, id_true_all = np.concatenate(id_pred), np.concatenate(id_true)
     pol_pred_all, pol_true_all = np.concatenate(pol_pred), np.concatenate(pol_true)
     r2 = r2_per_dim(id_pred_all, id_true_all)
