@@ -29,7 +29,7 @@ CHANGE_LEVELS = 64.0
 # instruction 10 % of the time, and noisy demonstrations say "noisy" in theirs: the unconditional
 # estimate mixes expert and noisy actions, and guidance steps away from that mix towards the expert.
 # Chosen on tuning episodes (seeds 300000+), not the eval seeds; see README, "What we measured".
-POLICY_GUIDANCE = 1.5
+POLICY_GUIDANCE = 1.25
 
 
 def default_checkpoint_path() -> Path:
