@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from cosmos_robot.model.config import preset
@@ -62,49 +63,34 @@ def test_loss_of_a_split_batch_averages_to_the_whole_batch():
     torch.testing.assert_close(whole, (halves[0] + halves[1]) / 2)
 
 
-def test_the_prior_loss_is_added_and_trains_the_prior_alone():
+# (the mode whose action tokens use the prior, how its batch is made, training_loss's keyword, its term, its module)
+PRIORS = [
+    (Mode.POLICY, example_prior_batch, "prior_batch", "prior", "action_prior"),
+    (Mode.INVERSE_DYNAMICS, example_transition_batch, "inverse_batch", "inverse", "inverse_prior"),
+]
+
+
+@pytest.mark.parametrize(("mode", "make_batch", "keyword", "term", "module"), PRIORS)
+def test_a_prior_loss_is_added_and_trains_that_prior_alone(mode, make_batch, keyword, term, module):
     torch.manual_seed(0)
     net = WorldActionNetwork(preset("tiny"))
     reasoner, clean = example_inputs(net.config, batch=4, num_frames=5, num_actions=4)
-    plan = BatchPlan.from_modes([Mode.POLICY] * 4, 5, 4)
+    plan = BatchPlan.from_modes([mode] * 4, 5, 4)
     noise = draw_noise(clean, torch.Generator().manual_seed(0))
-    prior_batch = example_prior_batch(clean)
+    batch = {keyword: make_batch(clean)}
     without = training_loss(net, reasoner, clean, plan, noise)
-    with_prior = training_loss(net, reasoner, clean, plan, noise, prior_batch=prior_batch)
-    assert with_prior.prior > 0 and without.prior == 0.0
-    torch.testing.assert_close(with_prior.total, without.total + with_prior.prior)
+    with_prior = training_loss(net, reasoner, clean, plan, noise, **batch)
+    assert getattr(with_prior, term) > 0 and getattr(without, term) == 0.0
+    torch.testing.assert_close(with_prior.total, without.total + getattr(with_prior, term))
     # The generator's use of the prior is detached: the flow loss gives the prior no gradient.
     without.total.backward()
-    assert all(p.grad is None or p.grad.abs().max() == 0 for p in net.action_prior.parameters())
-    opt = torch.optim.AdamW(net.action_prior.parameters(), lr=3e-3)
-    first = with_prior.prior
+    prior = getattr(net, module)
+    assert all(p.grad is None or p.grad.abs().max() == 0 for p in prior.parameters())
+    opt = torch.optim.AdamW(prior.parameters(), lr=3e-3)
+    first = getattr(with_prior, term)
     for _ in range(60):
-        terms = training_loss(net, reasoner, clean, plan, noise, prior_batch=prior_batch)
+        terms = training_loss(net, reasoner, clean, plan, noise, **batch)
         opt.zero_grad()
         terms.total.backward()
         opt.step()
-    assert terms.prior < 0.2 * first
-
-
-def test_the_inverse_loss_is_added_and_trains_the_inverse_prior_alone():
-    torch.manual_seed(0)
-    net = WorldActionNetwork(preset("tiny"))
-    reasoner, clean = example_inputs(net.config, batch=4, num_frames=5, num_actions=4)
-    plan = BatchPlan.from_modes([Mode.INVERSE_DYNAMICS] * 4, 5, 4)
-    noise = draw_noise(clean, torch.Generator().manual_seed(0))
-    batch = example_transition_batch(clean)
-    without = training_loss(net, reasoner, clean, plan, noise)
-    with_inverse = training_loss(net, reasoner, clean, plan, noise, inverse_batch=batch)
-    assert with_inverse.inverse > 0 and without.inverse == 0.0
-    torch.testing.assert_close(with_inverse.total, without.total + with_inverse.inverse)
-    # The generator's use of the estimate is detached: the flow loss gives the inverse prior no gradient.
-    without.total.backward()
-    assert all(p.grad is None or p.grad.abs().max() == 0 for p in net.inverse_prior.parameters())
-    opt = torch.optim.AdamW(net.inverse_prior.parameters(), lr=3e-3)
-    first = with_inverse.inverse
-    for _ in range(60):
-        terms = training_loss(net, reasoner, clean, plan, noise, inverse_batch=batch)
-        opt.zero_grad()
-        terms.total.backward()
-        opt.step()
-    assert terms.inverse < 0.2 * first
+    assert getattr(terms, term) < 0.2 * first
