@@ -452,8 +452,8 @@ class WorldActionModel:
                 frames are then generated for those actions over ``steps``; ``"sample"``: actions and
                 frames are sampled jointly over ``steps`` (Cosmos 3's policy mode; a draw from the
                 learned action distribution, for multimodal demonstrations). Measured on the default
-                model's held-out expert chunks: action MSE 0.26x / 0.42x the mean-action baseline
-                (point / arm2) for "mean", 0.69x / 0.79x for "sample" at 10 steps.
+                model's held-out expert chunks: action MSE 0.19x / 0.25x the mean-action baseline
+                (point / arm2) for "mean", 0.30x / 0.41x for "sample" at 10 steps (both guided).
             guidance_scale: classifier-free guidance of the actions on the instruction,
                 ``uncond + scale * (cond - uncond)`` with the instruction left out (as training drops
                 it); 1.0 is the plain conditional estimate and skips the unconditional pass. With
