@@ -184,6 +184,9 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     pol.add_argument("--steps", type=int, default=10, help="denoising steps per chunk (model)")
     pol.add_argument("--execute-steps", type=int, help="actions executed per chunk before replanning (model)")
     pol.add_argument("--temporal-ensemble", type=float, help="replan every step, ensemble with this coefficient")
+    pol.add_argument(
+        "--guidance-scale", type=float, help="classifier-free guidance on the instruction (model; default: the model's)"
+    )
     pol.add_argument("--rerun", help="write a rerun recording of the episodes here (.rrd)")
     pol.add_argument("--json", required=True, help="write the metrics here")
     pol.set_defaults(run=_run_eval_policy)
@@ -304,6 +307,7 @@ def _run_eval_policy(args: argparse.Namespace) -> None:
         "steps": args.steps,
         "execute_steps": args.execute_steps,
         "temporal_ensemble": args.temporal_ensemble,
+        "guidance_scale": args.guidance_scale,
     }
     policy = make_policy(args.policy, args.env, args.checkpoint, **(model_kwargs if args.policy == "model" else {}))
     recorder = PolicyRecorder(args.rerun, fps=CONTROL_HZ) if args.rerun else None

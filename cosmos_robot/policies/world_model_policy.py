@@ -46,6 +46,8 @@ class WorldModelPolicy:
         steps: Euler steps per chunk.
         use_state: pass the observation's ``agent_pos`` to the model as the current proprio state.
         seed: seeds the sampling noise (each chunk draws its own seed from it).
+        guidance_scale: classifier-free guidance of the actions on the instruction (see
+            :meth:`WorldActionModel.policy`); None uses the model's own default.
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class WorldModelPolicy:
         steps: int = 10,
         use_state: bool = True,
         seed: int = 0,
+        guidance_scale: float | None = None,
     ) -> None:
         self.model = load_world_model(model)
         if embodiment not in self.model.embodiments:
@@ -71,6 +74,8 @@ class WorldModelPolicy:
             raise ValueError(f"temporal_ensemble={temporal_ensemble!r}; expected None or a coefficient >= 0")
         if steps < 1:
             raise ValueError(f"steps={steps!r}; expected a positive number of Euler steps")
+        if guidance_scale is not None and not (np.isfinite(guidance_scale) and guidance_scale >= 0):
+            raise ValueError(f"guidance_scale={guidance_scale!r}; expected None or a finite number >= 0")
         self.embodiment = embodiment
         self.instruction = instruction
         self.chunk_length = chunk
@@ -79,6 +84,8 @@ class WorldModelPolicy:
         self.steps = steps
         self.use_state = use_state
         self.seed = seed
+        # Passed on only when set: other backends' policy() need not take it.
+        self.policy_options = {} if guidance_scale is None else {"guidance_scale": float(guidance_scale)}
         self.chunks: list[ChunkPrediction] = []
         self.reset(seed)
 
@@ -132,6 +139,7 @@ class WorldModelPolicy:
             history=history,
             steps=self.steps,
             seed=int(self._rng.integers(2**31)),
+            **self.policy_options,
         )
         actions, frames = chunk.actions[0], chunk.frames[0]
         self.chunks.append(ChunkPrediction(self._step, actions, frames))

@@ -56,6 +56,24 @@ def test_same_seed_same_actions(model, first_obs):
     np.testing.assert_array_equal(a, b)
 
 
+def test_guidance_scale_reaches_the_model(model, first_obs):
+    default = WorldModelPolicy(model, "point", steps=2, seed=7).predict_action_chunk(first_obs)[0]
+    unguided = WorldModelPolicy(model, "point", steps=2, seed=7, guidance_scale=1.0)
+    chunk = unguided.predict_action_chunk(first_obs)[0]
+    expected = model.policy(
+        first_obs["pixels"],
+        "point",
+        state=first_obs["agent_pos"],
+        steps=2,
+        seed=int(np.random.default_rng(7).integers(2**31)),
+        guidance_scale=1.0,
+    ).actions[0]
+    np.testing.assert_allclose(chunk, expected, rtol=1e-5, atol=1e-6)
+    assert unguided.policy_options == {"guidance_scale": 1.0}
+    assert WorldModelPolicy(model, "point").policy_options == {}  # None: the model's default
+    assert default.shape == chunk.shape
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
@@ -63,6 +81,7 @@ def test_same_seed_same_actions(model, first_obs):
         ({"execute_steps": 99}, "execute_steps=99"),
         ({"temporal_ensemble": -1.0}, "temporal_ensemble=-1.0"),
         ({"steps": 0}, "steps=0"),
+        ({"guidance_scale": -0.5}, "guidance_scale=-0.5"),
     ],
 )
 def test_bad_settings_are_clear_errors(model, kwargs, message):
