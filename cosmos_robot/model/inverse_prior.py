@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import torch
-import torch.nn.functional as F  # noqa: N812
 from torch import nn
+
+from cosmos_robot.model.action_prior import prior_loss
 
 
 @dataclass
@@ -88,6 +89,7 @@ class InversePrior(nn.Module):
 
 
 def inverse_loss(predicted: torch.Tensor, actions: torch.Tensor, channels: torch.Tensor) -> torch.Tensor:
-    """Mean squared error of the inverse prior over the embodiment's real channels; tensors (B, W)."""
-    mask = channels.to(predicted.dtype)
-    return F.mse_loss(predicted * mask, actions * mask, reduction="sum") / mask.sum().clamp_min(1.0)
+    """Mean squared error of the inverse prior over the embodiment's real channels; tensors (B, W).
+    The action prior's loss on chunks of one action, all valid."""
+    valid = torch.ones(predicted.shape[0], 1, dtype=torch.bool, device=predicted.device)
+    return prior_loss(predicted[:, None], actions[:, None], channels, valid)
