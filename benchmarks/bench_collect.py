@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import cosmos_robot  # noqa: F401  (MUJOCO_GL=egl before mujoco is imported)
-from cosmos_robot.datasets.collect import collect
+from cosmos_robot.collect import collect
 from cosmos_robot.envs.gym_adapter import make_env
 from cosmos_robot.policies.scripted import ScriptedExpert
 

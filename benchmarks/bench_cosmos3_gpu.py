@@ -54,9 +54,9 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("bench_cosmos3_gpu: no CUDA device here; run it on a GPU machine")
         sys.exit(2)
-    from cosmos_robot.backends.cosmos3 import Cosmos3Backend, QuantileStats, tiny_random_pipeline
+    from cosmos_robot.backends.cosmos3 import Cosmos3Backend, tiny_random_pipeline
 
-    stats = {"point": QuantileStats(np.array([-0.3, -0.3]), np.array([0.3, 0.3]))}
+    stats = {"point": {"q01": [-0.3, -0.3], "q99": [0.3, 0.3]}}
     results: dict[str, float] = {}
     for name, build in (("tiny", tiny_random_pipeline), ("mid", mid_size_pipeline)):
         pipeline = build().to("cuda")
@@ -64,7 +64,9 @@ def main() -> None:
         results[f"{name}_transformer_params"] = float(params)
         for size in (64, 480):
             frame = np.random.default_rng(0).integers(0, 255, (size, size * 4 // 3 if size > 64 else size, 3), np.uint8)
-            backend = Cosmos3Backend(pipeline, stats, image_size=size, num_inference_steps=args.steps)
+            backend = Cosmos3Backend(
+                pipeline, stats, image_size=size, num_inference_steps=args.steps, instructions={"point": "push the block"}
+            )
             calls = {
                 "policy": lambda b=backend, f=frame: b.policy(f, "point"),
                 "fd": lambda b=backend, f=frame: b.forward_dynamics(f[None], np.zeros((4, 2), np.float32), "point"),

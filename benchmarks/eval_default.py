@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from cosmos_robot.datasets.collect import collect
+from cosmos_robot.collect import collect
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.eval.offline import evaluate_offline
-from cosmos_robot.recipes import EVAL_SEED
+from cosmos_robot.seeds import EVAL_SEED
 from cosmos_robot.world_model import WorldActionModel
 
 

@@ -45,7 +45,7 @@ def _add_collect(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_collect(args: argparse.Namespace) -> None:
-    from cosmos_robot.datasets.collect import collect, summary_dict
+    from cosmos_robot.collect import collect, summary_dict
 
     summary = collect(
         args.env,
@@ -300,7 +300,7 @@ def _run_eval_policy(args: argparse.Namespace) -> None:
     from cosmos_robot.envs.push_block_scene import CONTROL_HZ
     from cosmos_robot.eval.closed_loop import embodiment_of, evaluate_policy, make_policy
     from cosmos_robot.eval.recording import PolicyRecorder
-    from cosmos_robot.recipes import EVAL_SEED
+    from cosmos_robot.seeds import EVAL_SEED
 
     embodiment_of(args.env)  # a clear error before anything loads
     model_kwargs = {

@@ -36,7 +36,7 @@ from cosmos_robot.eval.fd_fidelity import evaluate_fd, frame_strip, plot_fd
 from cosmos_robot.eval.labeling import evaluate_labeling, plot_labeling
 from cosmos_robot.eval.recording import PolicyRecorder
 from cosmos_robot.policies.world_model_policy import WorldModelPolicy
-from cosmos_robot.recipes import EVAL_SEED
+from cosmos_robot.seeds import EVAL_SEED
 from cosmos_robot.world_model import WorldActionModel
 
 

@@ -29,8 +29,9 @@ from tqdm.auto import tqdm
 
 from cosmos_robot.datasets.lerobot_io import LeRobotWriter
 from cosmos_robot.datasets.video_io import match_fps, read_video, to_model_size
+from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import ACTION, DEFAULT_CAMERA, OBS_IMAGES_PREFIX
-from cosmos_robot.world_model import WorldActionModel, load_world_model
+from cosmos_robot.world_model import load_world_model
 
 LATENT = "latent"
 SPREAD = "action_spread"
@@ -96,7 +97,7 @@ def read_clips(
 
 def label(
     source: str | os.PathLike,
-    checkpoint: str | os.PathLike | WorldActionModel,
+    checkpoint: str | os.PathLike | WorldModel,
     embodiment: str,
     out: str | os.PathLike,
     *,

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cosmos_robot.datasets.collect import collect
-
-EVAL_SEED = 500_000
+from cosmos_robot.collect import collect
+from cosmos_robot.envs.push_block_scene import TASK
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class Recipe:
     train: dict[str, Any] = field(default_factory=dict)
 
 
-PUSH_TASK = "push the red block onto the green disc"
+PUSH_TASK = TASK
 
 
 def _noisy_task(noise: float) -> str:

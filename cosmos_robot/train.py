@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
+from cosmos_robot.autoencoder_training import reconstruction_psnr, train_autoencoder
 from cosmos_robot.checkpoint import (
     Checkpoint,
     EmbodimentEntry,
@@ -34,7 +35,7 @@ from cosmos_robot.model.inverse_prior import TransitionBatch
 from cosmos_robot.model.network import PriorBatch, ReasonerInputs, WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
-from cosmos_robot.model.tokenizers import FrameAutoencoder, reconstruction_psnr, train_autoencoder
+from cosmos_robot.model.tokenizers import FrameAutoencoder
 
 MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
 

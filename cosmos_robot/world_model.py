@@ -8,7 +8,6 @@ Every call accepts one sample or a batch (a leading batch axis) and validates it
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -17,14 +16,16 @@ import torch
 
 from cosmos_robot.actions import pad_to_shared
 from cosmos_robot.checkpoint import Checkpoint, EmbodimentEntry, load_checkpoint, save_checkpoint
+from cosmos_robot.interface import ActionChunk, Prediction, WorldModel
 from cosmos_robot.model.network import GeneratorInputs, ReasonerInputs
 from cosmos_robot.model.plan import Mode, make_plan
 from cosmos_robot.model.sampler import sample_plan
 from cosmos_robot.model.tokenizers import ByteTokenizer
+from cosmos_robot.pixel_residual import keep_unchanged_pixels
+from cosmos_robot.temporal_ensemble import average_windows, window_starts
 
-# Grey levels of decoded change at which a predicted pixel is the decoder's alone (see
-# ``WorldActionModel._decode_against``); chosen on tuning episodes (seeds 300000+), not the eval seeds.
-CHANGE_LEVELS = 64.0
+# Euler steps of a model call when the caller names none.
+DEFAULT_STEPS = 10
 # Classifier-free guidance of the policy's actions on the instruction (1.0 = off). Training drops the
 # instruction 10 % of the time, and noisy demonstrations say "noisy" in theirs: the unconditional
 # estimate mixes expert and noisy actions, and guidance steps away from that mix towards the expert.
@@ -35,24 +36,6 @@ POLICY_GUIDANCE = 1.25
 def default_checkpoint_path() -> Path:
     """Folder of the default model shipped inside the package."""
     return Path(str(resources.files("cosmos_robot") / "assets" / "default"))
-
-
-@dataclass
-class Prediction:
-    """Forward dynamics: H predicted steps (raw units)."""
-
-    frames: np.ndarray  # (B, H, height, width, 3) uint8
-    states: np.ndarray  # (B, H, state_dim) float32
-    rewards: np.ndarray  # (B, H) float32
-    success: np.ndarray  # (B, H) float32, probability
-
-
-@dataclass
-class ActionChunk:
-    """Policy output: the actions to execute and the frames they should produce."""
-
-    actions: np.ndarray  # (B, F, action_dim) float32, raw units
-    frames: np.ndarray  # (B, F, height, width, 3) uint8
 
 
 class WorldActionModel:
@@ -160,9 +143,12 @@ class WorldActionModel:
             raise ValueError(f"{name} contains NaN or inf; expected finite values")
         return values
 
-    def _check_steps(self, steps: int) -> None:
-        if not isinstance(steps, int) or steps < 1:
+    def _check_steps(self, steps: int | None) -> int:
+        """``steps``, or :data:`DEFAULT_STEPS` for None, after checking it."""
+        steps = DEFAULT_STEPS if steps is None else steps
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
             raise ValueError(f"steps={steps!r}; expected a positive integer number of denoising steps")
+        return steps
 
     # -- building model inputs ----------------------------------------------------------------------------
     def _reasoner(
@@ -233,21 +219,9 @@ class WorldActionModel:
     def _decode_against(
         self, tokens: torch.Tensor, reference: np.ndarray, reference_tokens: torch.Tensor
     ) -> np.ndarray:
-        """Decode predicted tokens (B, T, GG, Cf) as a change to a real frame.
-
-        With ``D`` the decoder and ``delta = D(tokens) - D(reference_tokens)``, a pixel whose decoded
-        change is small is ``reference + delta`` (the real pixels, where nothing moved), and one whose
-        change reaches :data:`CHANGE_LEVELS` grey levels is the plain decode ``D(tokens)``, blended in
-        between. What did not move then keeps the camera's pixels rather than the autoencoder's
-        reconstruction (28.7 dB on PushBlock); what moved is drawn by the decoder alone, since adding
-        the reference's reconstruction error there leaves ghosts of the old pose (measured: the plain
-        residual lowered arm2's FD PSNR by 0.3-0.4 dB while raising point's by ~1 dB).
-        """
-        decoded = self._decode(tokens).astype(np.float32)
-        delta = decoded - self._decode(reference_tokens[:, None]).astype(np.float32)
-        moved = np.clip(np.abs(delta).max(-1, keepdims=True) / CHANGE_LEVELS, 0.0, 1.0)
-        kept = np.clip(reference[:, None].astype(np.float32) + delta, 0.0, 255.0)
-        return np.clip((1.0 - moved) * kept + moved * decoded, 0.0, 255.0).round().astype(np.uint8)
+        """Decode predicted tokens (B, T, GG, Cf) as a change to the real frame ``reference``
+        (:mod:`cosmos_robot.pixel_residual`)."""
+        return keep_unchanged_pixels(self._decode(tokens), self._decode(reference_tokens[:, None])[:, 0], reference)
 
     # -- the three calls ----------------------------------------------------------------------------------
     @torch.no_grad()
@@ -257,9 +231,9 @@ class WorldActionModel:
         actions: np.ndarray,
         embodiment: str,
         states: np.ndarray | None = None,
-        steps: int = 10,
+        steps: int | None = None,
         seed: int = 0,
-        pixel_residual: bool = True,
+        pixel_residual: bool | None = None,
     ) -> Prediction:
         """Predict the frames (and states, rewards, success) that ``actions`` produce from the observed ``frames``.
 
@@ -268,12 +242,13 @@ class WorldActionModel:
             actions: (Hz, A) or (B, Hz, A) raw actions, one per future control step (any horizon Hz).
             embodiment: a name from :attr:`embodiments`.
             states: (S,) or (B, S) raw state at the last observed frame, or None (unknown).
-            steps: Euler steps per model call.
+            steps: Euler steps per model call (None: :data:`DEFAULT_STEPS`).
             seed: seeds the sampling noise.
-            pixel_residual: return the last observed frame plus the decoded predicted change (True), or
-                the plain decode of the predicted latents (False).
+            pixel_residual: return the last observed frame plus the decoded predicted change (True, the
+                default), or the plain decode of the predicted latents (False).
         """
-        self._check_steps(steps)
+        steps = self._check_steps(steps)
+        pixel_residual = True if pixel_residual is None else pixel_residual
         entry = self._entry(embodiment)
         frames = self._frames(frames, "frames", 4)
         b = frames.shape[0]
@@ -355,10 +330,10 @@ class WorldActionModel:
         frames: np.ndarray,
         embodiment: str,
         fps: float | None = None,
-        steps: int = 10,
+        steps: int | None = None,
         seed: int = 0,
         return_spread: bool = False,
-        stride: int = 1,
+        stride: int | None = None,
         normalized: bool = False,
         batch_windows: int = 256,
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -373,16 +348,17 @@ class WorldActionModel:
             frames: (N, H, W, 3) or (B, N, H, W, 3) uint8, N >= 2.
             embodiment: a name from :attr:`embodiments`.
             fps: frame rate of the video; must equal the model's (no resampling here).
-            steps: Euler steps.
+            steps: Euler steps (None: :data:`DEFAULT_STEPS`).
             seed: seeds the sampling noise.
             return_spread: also return the (B, N-1, A) spread across windows.
-            stride: frames between window starts, 1 .. num_frames - 1.
+            stride: frames between window starts, 1 .. num_frames - 1 (None: 1).
             normalized: return the model's normalised shared-space values ([-1, 1] at the embodiment's
                 q01/q99) instead of raw units: the "latent" actions labeling returns for unseen robots.
             batch_windows: windows per model call (bounds memory on long videos).
         """
-        self._check_steps(steps)
+        steps = self._check_steps(steps)
         entry = self._entry(embodiment)
+        stride = 1 if stride is None else stride
         if not isinstance(stride, int) or not 1 <= stride < self.num_frames:
             raise ValueError(f"stride={stride!r}; expected an integer in 1..{self.num_frames - 1}")
         if fps is not None and abs(float(fps) - self.fps) > 1e-6:
@@ -425,12 +401,12 @@ class WorldActionModel:
         instruction: str | None = None,
         state: np.ndarray | None = None,
         history: np.ndarray | None = None,
-        steps: int = 10,
+        steps: int | None = None,
         seed: int = 0,
         use_cache: bool = True,
-        pixel_residual: bool = True,
-        action_estimate: str = "mean",
-        guidance_scale: float = POLICY_GUIDANCE,
+        pixel_residual: bool | None = None,
+        action_estimate: str | None = None,
+        guidance_scale: float | None = None,
     ) -> ActionChunk:
         """An action chunk and the frames it should produce, from the current observation.
 
@@ -441,12 +417,12 @@ class WorldActionModel:
             state: (S,) or (B, S) raw current state, or None.
             history: (context_frames - 1, H, W, 3) or batched earlier frames, for models that observe more
                 than one frame; must be None for single-frame models.
-            steps: Euler steps.
+            steps: Euler steps (None: :data:`DEFAULT_STEPS`).
             seed: seeds the sampling noise.
             use_cache: run the reasoner once per chunk (True) or at every Euler step (for comparison).
-            pixel_residual: predicted frames as the current frame plus the decoded change (True, see
-                :meth:`forward_dynamics`) or the plain decode (False).
-            action_estimate: ``"mean"``: the actions are the model's clean-value estimate from the
+            pixel_residual: predicted frames as the current frame plus the decoded change (True, the
+                default; see :meth:`forward_dynamics`) or the plain decode (False).
+            action_estimate: ``"mean"`` (the default): the actions are the model's clean-value estimate from the
                 observation with the chunk still pure noise (one generator pass: the posterior mean,
                 what minimises the action error of a demonstrator that acts deterministically), and the
                 frames are then generated for those actions over ``steps``; ``"sample"``: actions and
@@ -454,12 +430,16 @@ class WorldActionModel:
                 learned action distribution, for multimodal demonstrations). Measured on the default
                 model's held-out expert chunks: action MSE 0.19x / 0.25x the mean-action baseline
                 (point / arm2) for "mean", 0.30x / 0.41x for "sample" at 10 steps (both guided).
-            guidance_scale: classifier-free guidance of the actions on the instruction,
+            guidance_scale: classifier-free guidance of the actions on the instruction (None:
+                :data:`POLICY_GUIDANCE`),
                 ``uncond + scale * (cond - uncond)`` with the instruction left out (as training drops
                 it); 1.0 is the plain conditional estimate and skips the unconditional pass. With
                 ``action_estimate="mean"`` it guides the action estimate only (the frames are then
                 generated for those actions without guidance); with ``"sample"`` every step.
         """
+        action_estimate = "mean" if action_estimate is None else action_estimate
+        guidance_scale = POLICY_GUIDANCE if guidance_scale is None else guidance_scale
+        pixel_residual = True if pixel_residual is None else pixel_residual
         if action_estimate not in ("mean", "sample"):
             raise ValueError(f"action_estimate={action_estimate!r}; expected 'mean' or 'sample'")
         if (
@@ -469,7 +449,7 @@ class WorldActionModel:
             or guidance_scale < 0
         ):
             raise ValueError(f"guidance_scale={guidance_scale!r}; expected a finite number >= 0 (1.0 = no guidance)")
-        self._check_steps(steps)
+        steps = self._check_steps(steps)
         entry = self._entry(embodiment)
         frame = self._frames(frame, "frame", 3)
         b = frame.shape[0]
@@ -535,49 +515,13 @@ class WorldActionModel:
         return ActionChunk(entry.action_norm.denormalize(actions), future)
 
 
-def window_starts(num_frames: int, window: int, stride: int) -> list[int]:
-    """First frames of ``window``-frame windows every ``stride`` frames, plus one aligned with the end.
-
-    >>> window_starts(10, 5, 2)
-    [0, 2, 4, 5]
-    """
-    last = max(0, num_frames - window)
-    return sorted(set(range(0, last + 1, stride)) | {last})
-
-
-def average_windows(pred: np.ndarray, starts: list[int], num_frames: int) -> tuple[np.ndarray, np.ndarray]:
-    """Temporal ensemble of per-window action predictions over a video of ``num_frames`` frames.
-
-    Args:
-        pred: (B, W, window - 1, A) actions of the windows starting at ``starts``.
-        starts: first frame of each window (:func:`window_starts`).
-        num_frames: frames of the video (N); windows reaching past it are cut.
-
-    Returns:
-        (mean, spread), each (B, N - 1, A) float32: the average over the windows covering each step and
-        their standard deviation (0 where one window covers it).
-    """
-    b, _, per_window, a = pred.shape
-    total = np.zeros((b, num_frames - 1, a))
-    total_sq = np.zeros_like(total)
-    count = np.zeros((1, num_frames - 1, 1))
-    for w, s in enumerate(starts):
-        m = min(per_window, num_frames - 1 - s)
-        total[:, s : s + m] += pred[:, w, :m]
-        total_sq[:, s : s + m] += pred[:, w, :m] ** 2
-        count[:, s : s + m] += 1
-    mean = total / count
-    spread = np.sqrt(np.maximum(total_sq / count - mean**2, 0.0))
-    return mean.astype(np.float32), spread.astype(np.float32)
-
-
-def load_world_model(model: object) -> WorldActionModel:
+def load_world_model(model: WorldModel | str | os.PathLike) -> WorldModel:
     """A model from an instance of any backend (returned as is), a checkpoint folder or ``"default"``."""
     if isinstance(model, str | os.PathLike):
         return WorldActionModel.from_pretrained(model)
-    for name in ("forward_dynamics", "inverse_dynamics", "policy", "embodiments"):
-        if not hasattr(model, name):
-            raise TypeError(
-                f"model={type(model).__name__} has no {name!r}; expected a WorldActionModel, a backend or a path"
-            )
-    return model  # type: ignore[return-value]
+    if not isinstance(model, WorldModel):
+        raise TypeError(
+            f"model={type(model).__name__} does not implement the WorldModel protocol "
+            "(cosmos_robot.interface); expected a WorldActionModel, a backend or a path"
+        )
+    return model

@@ -4,22 +4,42 @@ from __future__ import annotations
 
 import gc
 
+import numpy as np
 import pytest
+import torch
 
 import cosmos_robot  # noqa: F401  (sets MUJOCO_GL=egl before anything imports mujoco)
 
 
 @pytest.fixture(autouse=True)
 def _collect_renderers():
-    # MuJoCo renderers freed late can blank a newer context (FACTS.md): free them between tests.
+    # A MuJoCo renderer freed late, at garbage collection, blanks a newer one's context: free them between tests.
     yield
     gc.collect()
 
 
 @pytest.fixture(scope="session")
+def push_block_frames() -> torch.Tensor:
+    """256 frames of random PushBlock scenes (both embodiments)."""
+    from cosmos_robot.envs.push_block import PushBlockEnv
+
+    frames = []
+    for embodiment in ("point", "arm2"):
+        env = PushBlockEnv(embodiment)
+        rng = np.random.default_rng(0)
+        for seed in range(16):
+            obs, _ = env.reset(seed=seed)
+            for _ in range(8):
+                frames.append(obs["pixels"])
+                obs, *_ = env.step(rng.uniform(env.action_space.low, env.action_space.high).astype(np.float32))
+        env.close()
+    return torch.from_numpy(np.stack(frames))
+
+
+@pytest.fixture(scope="session")
 def point_images_dataset(tmp_path_factory):
     """A 4-episode noisy-expert PushBlockPoint dataset stored as lossless images."""
-    from cosmos_robot.datasets.collect import collect
+    from cosmos_robot.collect import collect
 
     out = tmp_path_factory.mktemp("data") / "point_images"
     collect("cosmos_robot/PushBlockPoint-v0", 4, out, noise=0.3, seed=100, video=False, progress=False)
@@ -29,7 +49,7 @@ def point_images_dataset(tmp_path_factory):
 @pytest.fixture(scope="session")
 def point_video_dataset(tmp_path_factory):
     """A 3-episode expert PushBlockPoint dataset stored as mp4."""
-    from cosmos_robot.datasets.collect import collect
+    from cosmos_robot.collect import collect
 
     out = tmp_path_factory.mktemp("data") / "point_video"
     collect("cosmos_robot/PushBlockPoint-v0", 3, out, seed=200, progress=False)

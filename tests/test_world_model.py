@@ -9,7 +9,7 @@ import torch
 
 import cosmos_robot.world_model as world_model_module
 from cosmos_robot.envs.push_block import PushBlockEnv
-from cosmos_robot.eval.metrics import psnr
+from cosmos_robot.metrics import psnr
 from cosmos_robot.world_model import WorldActionModel
 
 

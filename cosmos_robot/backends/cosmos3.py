@@ -3,15 +3,17 @@
 :class:`Cosmos3Backend` implements the calls the tools use (``forward_dynamics``,
 ``inverse_dynamics``, ``policy``, plus ``embodiments``, ``fps``, ``num_frames``, ...), so
 :class:`ForwardDynamicsEnv`, :func:`cosmos_robot.label.label` and :class:`WorldModelPolicy` run on it
-unchanged. It handles what users otherwise get wrong (``../shared/FACTS.md``):
+unchanged: both satisfy :class:`cosmos_robot.interface.WorldModel` with the same signatures. It
+handles what users of Cosmos 3 otherwise get wrong:
 
 - **Domains.** Our embodiment names map to Cosmos 3 domain names (``point`` -> ``pusht``: a planar
   pusher with 2-D velocity actions); the raw width is Cosmos 3's own table. An embodiment Cosmos 3
   does not know is an error listing the domains it does know.
 - **Normalisation.** The pipeline neither normalises raw actions nor de-normalises its outputs. Actions
-  go in as Cosmos 3's quantile normalisation (q01 -> -1, q99 -> +1, per dimension) and come back
-  de-normalised, from the per-embodiment statistics given to the backend (``action_stats``; for a
-  real checkpoint, the statistics of the dataset it was trained on).
+  go in as Cosmos 3's quantile normalisation (q01 -> -1, q99 -> +1, per dimension: the same
+  :class:`~cosmos_robot.actions.QuantileNormalizer` as the native model) and come back de-normalised,
+  from the per-embodiment statistics given to the backend (``action_stats``; for a real checkpoint,
+  the statistics of the dataset it was trained on).
 - **Chunks and frames.** A chunk of T actions spans T+1 frames; frame 0 is the conditioning frame.
   Forward dynamics over a longer horizon runs chunk after chunk from the last predicted frame;
   inverse dynamics covers a video with (T+1)-frame windows (the last one aligned with the end) and
@@ -24,7 +26,11 @@ unchanged. It handles what users otherwise get wrong (``../shared/FACTS.md``):
   advance at the video rate as in every shipped Cosmos 3 path.
 
 Cosmos 3 predicts no proprio state, reward or success: ``Prediction.states`` carries the given start
-state forward (zeros when none was given), rewards and success are zero. Use ``reward_fn`` and
+state forward (zeros when none was given), rewards and success are zero. Its policy mode draws
+actions and frames jointly (``action_estimate="sample"``); it has no one-pass action estimate.
+``pixel_residual=True`` keeps the conditioning frame's real pixels where the decoded change is small,
+as the native model does (:mod:`cosmos_robot.pixel_residual`), with the pipeline's own decode of the
+conditioning frame as the reference; the default (None) is the pipeline's plain decode. Use ``reward_fn`` and
 ``success_fn`` of :class:`ForwardDynamicsEnv` on the frames. :meth:`Cosmos3Backend.tiny_random`
 builds a tiny random pipeline entirely locally (tests, demos; nothing is downloaded).
 """
@@ -32,19 +38,22 @@ builds a tiny random pipeline entirely locally (tests, demos; nothing is downloa
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from cosmos_robot.world_model import ActionChunk, Prediction, average_windows, window_starts
+from cosmos_robot.actions import QuantileNormalizer
+from cosmos_robot.interface import ActionChunk, Prediction
+from cosmos_robot.pixel_residual import keep_unchanged_pixels
+from cosmos_robot.temporal_ensemble import average_windows, window_starts
 
 # Our embodiment name -> Cosmos 3 domain name.
 DEFAULT_DOMAINS = {"point": "pusht"}
 RESOLUTION_TIERS = (256, 480, 704, 720)
 STATS_FILE = "cosmos_robot_action_stats.json"
+INSTRUCTIONS_FILE = "cosmos_robot_instructions.json"
 
 
 def cosmos3_domains() -> dict[str, int]:
@@ -65,29 +74,18 @@ def resolution_tier_for(height: int, width: int) -> int:
     return RESOLUTION_TIERS[-1]
 
 
-@dataclass(frozen=True)
-class QuantileStats:
-    """Per-dimension 1st and 99th percentiles of an embodiment's raw actions (Cosmos 3's normalisation)."""
-
-    q01: np.ndarray
-    q99: np.ndarray
-
-    def __post_init__(self) -> None:
-        q01, q99 = np.asarray(self.q01, np.float64), np.asarray(self.q99, np.float64)
-        if q01.shape != q99.shape or q01.ndim != 1 or not np.all(q99 > q01):
-            raise ValueError(
-                f"action stats q01={q01.tolist()} q99={q99.tolist()}; expected 1-D, same length, q99 > q01"
-            )
-        object.__setattr__(self, "q01", q01)
-        object.__setattr__(self, "q99", q99)
-
-    def normalize(self, raw: np.ndarray) -> np.ndarray:
-        """Raw units -> [-1, 1] at q01/q99 (values beyond are not clipped)."""
-        return (2.0 * (np.asarray(raw, np.float64) - self.q01) / (self.q99 - self.q01) - 1.0).astype(np.float32)
-
-    def denormalize(self, normalized: np.ndarray) -> np.ndarray:
-        """[-1, 1] -> raw units."""
-        return ((np.asarray(normalized, np.float64) + 1.0) / 2.0 * (self.q99 - self.q01) + self.q01).astype(np.float32)
+def quantile_stats(embodiment: str, stats: QuantileNormalizer | dict[str, Any]) -> QuantileNormalizer:
+    """Cosmos 3's per-dimension action statistics as a normaliser; q99 must exceed q01 everywhere."""
+    if isinstance(stats, QuantileNormalizer):
+        normalizer = stats
+    else:
+        normalizer = QuantileNormalizer(embodiment, np.asarray(stats["q01"]), np.asarray(stats["q99"]))
+    if not np.all(normalizer.high > normalizer.low):
+        raise ValueError(
+            f"action stats of {embodiment!r} q01={normalizer.low.tolist()} q99={normalizer.high.tolist()}; "
+            "expected q99 > q01 in every dimension"
+        )
+    return normalizer
 
 
 class Cosmos3Backend:
@@ -95,25 +93,25 @@ class Cosmos3Backend:
 
     Args:
         pipeline: a loaded ``diffusers.Cosmos3OmniPipeline`` whose transformer was trained with actions.
-        action_stats: per embodiment, its :class:`QuantileStats` (or a dict with ``q01`` and ``q99``).
+        action_stats: per embodiment, its :class:`~cosmos_robot.actions.QuantileNormalizer` (or a dict
+            with ``q01`` and ``q99``).
         domains: our embodiment name -> Cosmos 3 domain name (default: ``point`` -> ``pusht``).
         instructions: per embodiment, the default prompt.
         chunk_size: actions per pipeline call (T; T+1 frames).
         fps: the video and action rate.
         image_size: side of the square frames the tools exchange with the backend.
-        num_inference_steps: default sampling steps (the tools pass their own ``steps``).
-        guidance_scale: classifier-free guidance (1.0 = off, Cosmos 3's default for FD and ID).
+        num_inference_steps: sampling steps of a call that passes ``steps=None``.
+        guidance_scale: classifier-free guidance of a call that passes ``guidance_scale=None`` (1.0 =
+            off, Cosmos 3's default for FD and ID).
         view_point: the camera description in the action prompt.
     """
 
-    backend = "cosmos3"
-    predicts_state = False
     context_frames = 1
 
     def __init__(
         self,
         pipeline: Any,
-        action_stats: dict[str, QuantileStats | dict[str, Any]],
+        action_stats: dict[str, QuantileNormalizer | dict[str, Any]],
         domains: dict[str, str] | None = None,
         instructions: dict[str, str] | None = None,
         chunk_size: int = 4,
@@ -127,7 +125,7 @@ class Cosmos3Backend:
             raise ValueError("the pipeline's transformer was not trained with actions (action_gen=False)")
         known = cosmos3_domains()
         self.domains = dict(DEFAULT_DOMAINS if domains is None else domains)
-        self.action_stats: dict[str, QuantileStats] = {}
+        self.action_stats: dict[str, QuantileNormalizer] = {}
         for embodiment, stats in action_stats.items():
             if embodiment not in self.domains:
                 raise ValueError(
@@ -139,10 +137,10 @@ class Cosmos3Backend:
                 raise ValueError(
                     f"domain {domain!r} (for {embodiment!r}) is unknown to Cosmos 3; expected one of {sorted(known)}"
                 )
-            stats = stats if isinstance(stats, QuantileStats) else QuantileStats(stats["q01"], stats["q99"])
-            if len(stats.q01) != known[domain]:
+            stats = quantile_stats(embodiment, stats)
+            if stats.dim != known[domain]:
                 raise ValueError(
-                    f"action stats of {embodiment!r} have {len(stats.q01)} dimensions; Cosmos 3 domain {domain!r} "
+                    f"action stats of {embodiment!r} have {stats.dim} dimensions; Cosmos 3 domain {domain!r} "
                     f"has {known[domain]}"
                 )
             self.action_stats[embodiment] = stats
@@ -170,7 +168,8 @@ class Cosmos3Backend:
         """Load a local diffusers-format Cosmos 3 folder (or a hub id where the network allows).
 
         ``action_stats``: per-embodiment ``{"q01": [...], "q99": [...]}``, a JSON file of them, or None
-        to read ``cosmos_robot_action_stats.json`` from the folder.
+        to read ``cosmos_robot_action_stats.json`` from the folder. Default instructions saved beside
+        them are read too, unless ``instructions`` is passed.
         """
         import json
 
@@ -187,26 +186,32 @@ class Cosmos3Backend:
             action_stats = stats_path
         if isinstance(action_stats, str | os.PathLike):
             action_stats = json.loads(Path(action_stats).read_text())
+        if "instructions" not in kwargs and (folder / INSTRUCTIONS_FILE).is_file():
+            kwargs["instructions"] = json.loads((folder / INSTRUCTIONS_FILE).read_text())
         pipeline = Cosmos3OmniPipeline.from_pretrained(str(path), dtype=torch_dtype, enable_safety_checker=False)
         return cls(pipeline.to(device), action_stats, **kwargs)
 
     def save_pretrained(self, path: str | os.PathLike) -> Path:
-        """Write the pipeline (diffusers format) and our action statistics beside it."""
+        """Write the pipeline (diffusers format) and our action statistics (and default instructions) beside it."""
         import json
 
         path = Path(path)
         self.pipeline.save_pretrained(str(path))
-        stats = {e: {"q01": s.q01.tolist(), "q99": s.q99.tolist()} for e, s in self.action_stats.items()}
+        stats = {e: {"q01": s.low.tolist(), "q99": s.high.tolist()} for e, s in self.action_stats.items()}
         (path / STATS_FILE).write_text(json.dumps(stats, indent=2))
+        if self.instructions:
+            (path / INSTRUCTIONS_FILE).write_text(json.dumps(self.instructions, indent=2))
         return path
 
     @classmethod
     def tiny_random(cls, seed: int = 0, **kwargs: Any) -> Cosmos3Backend:
         """A tiny random Cosmos 3 pipeline built locally (2 layers, 32 wide; a byte-level tokenizer; a
-        small Wan autoencoder; UniPC), for ``point`` with PushBlock's action box as its statistics."""
+        small Wan autoencoder; UniPC), for ``point`` with PushBlock's action box as its statistics and a
+        default instruction (its weights are random: any text serves)."""
         pipeline = tiny_random_pipeline(seed)
-        stats = {"point": QuantileStats(np.array([-0.3, -0.3]), np.array([0.3, 0.3]))}
-        return cls(pipeline, stats, **({"num_inference_steps": 2} | kwargs))
+        stats = {"point": {"q01": [-0.3, -0.3], "q99": [0.3, 0.3]}}
+        defaults = {"num_inference_steps": 2, "instructions": {"point": "push the block onto the goal"}}
+        return cls(pipeline, stats, **(defaults | kwargs))
 
     # -- what the tools read ----------------------------------------------------------------------------
     @property
@@ -232,7 +237,7 @@ class Cosmos3Backend:
     def action_names(self, embodiment: str) -> list[str]:
         """Names of the raw action dimensions (Cosmos 3 domain, index)."""
         self._stats(embodiment)
-        return [f"{self.domains[embodiment]}_{i}" for i in range(len(self.action_stats[embodiment].q01))]
+        return [f"{self.domains[embodiment]}_{i}" for i in range(self.action_stats[embodiment].dim)]
 
     # -- the three calls ---------------------------------------------------------------------------------
     def forward_dynamics(
@@ -243,16 +248,17 @@ class Cosmos3Backend:
         states: np.ndarray | None = None,
         steps: int | None = None,
         seed: int = 0,
+        pixel_residual: bool | None = None,
     ) -> Prediction:
         """Frames that ``actions`` (raw, (Hz, A) or (B, Hz, A)) produce from the last observed frame."""
         stats = self._stats(embodiment)
         frames = _batched(frames, 4, "frames")
         actions = np.asarray(actions, np.float32)
         actions = actions[None] if actions.ndim == 2 else actions
-        if actions.ndim != 3 or actions.shape[0] != frames.shape[0] or actions.shape[2] != len(stats.q01):
+        if actions.ndim != 3 or actions.shape[0] != frames.shape[0] or actions.shape[2] != stats.dim:
             raise ValueError(
-                f"actions has shape {actions.shape}; expected (horizon, {len(stats.q01)}) or "
-                f"({frames.shape[0]}, horizon, {len(stats.q01)})"
+                f"actions has shape {actions.shape}; expected (horizon, {stats.dim}) or "
+                f"({frames.shape[0]}, horizon, {stats.dim})"
             )
         b, horizon = actions.shape[:2]
         out = np.zeros((b, horizon, *frames.shape[2:]), np.uint8)
@@ -264,7 +270,7 @@ class Cosmos3Backend:
                     "forward_dynamics", embodiment, steps, seed + i, image=current, raw_actions=torch.from_numpy(chunk)
                 )
                 take = len(chunk)
-                out[i, start : start + take] = video[1 : 1 + take]
+                out[i, start : start + take] = self._future(video, current, pixel_residual)[:take]
                 current = out[i, start + take - 1]
         carried = np.zeros((b, horizon, 0 if states is None else np.asarray(states).shape[-1]), np.float32)
         if states is not None:
@@ -282,9 +288,12 @@ class Cosmos3Backend:
         return_spread: bool = False,
         stride: int | None = None,
         normalized: bool = False,
-        batch_windows: int = 1,
+        batch_windows: int = 256,
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        """Actions between consecutive frames ((N, H, W, 3) or batched), raw units unless ``normalized``."""
+        """Actions between consecutive frames ((N, H, W, 3) or batched), raw units unless ``normalized``.
+
+        ``stride`` defaults to the chunk size; the pipeline takes one window per call, so every
+        ``batch_windows`` >= 1 gives the same result."""
         stats = self._stats(embodiment)
         if fps is not None and abs(float(fps) - self.fps) > 1e-6:
             raise ValueError(f"fps={fps}; this backend runs at {self.fps:g} fps (resample the video first)")
@@ -294,8 +303,10 @@ class Cosmos3Backend:
         if n < t + 1:
             raise ValueError(f"frames has {n} frames; Cosmos 3 inverse dynamics reads {t + 1}-frame windows")
         stride = t if stride is None else stride
-        if not 1 <= stride <= t:
-            raise ValueError(f"stride={stride!r}; expected 1..{t}")
+        if not isinstance(stride, int) or not 1 <= stride <= t:
+            raise ValueError(f"stride={stride!r}; expected an integer in 1..{t}")
+        if not isinstance(batch_windows, int) or batch_windows < 1:
+            raise ValueError(f"batch_windows={batch_windows!r}; expected a positive integer")
         starts = window_starts(n, t + 1, stride)
         pred = np.stack(
             [
@@ -319,25 +330,43 @@ class Cosmos3Backend:
         steps: int | None = None,
         seed: int = 0,
         use_cache: bool = True,
+        pixel_residual: bool | None = None,
+        action_estimate: str | None = None,
+        guidance_scale: float | None = None,
     ) -> ActionChunk:
         """An action chunk (raw units) and the frames it should produce, from the current frame.
 
         Cosmos 3's pipeline has no state or history input in this diffusers version: ``state`` is
         accepted and unused, ``history`` must be None; ``use_cache`` is the pipeline's own business.
+        Actions are drawn jointly with the frames (``action_estimate`` None or ``"sample"``).
         """
         stats = self._stats(embodiment)
         if history is not None:
             raise ValueError("history is not supported by Cosmos 3's policy mode (diffusers 0.42); expected None")
+        if action_estimate not in (None, "sample"):
+            raise ValueError(
+                f"action_estimate={action_estimate!r}; Cosmos 3's policy mode samples actions and frames "
+                "jointly: expected None or 'sample'"
+            )
         frame = _batched(frame, 3, "frame")
         actions, videos = [], []
         for i in range(frame.shape[0]):
-            video, action = self._call("policy", embodiment, steps, seed + i, image=frame[i], prompt=instruction)
+            video, action = self._call(
+                "policy", embodiment, steps, seed + i, prompt=instruction, guidance_scale=guidance_scale, image=frame[i]
+            )
             actions.append(stats.denormalize(action))
-            videos.append(video[1:])
+            videos.append(self._future(video, frame[i], pixel_residual))
         return ActionChunk(np.stack(actions), np.stack(videos))
 
     # -- helpers ----------------------------------------------------------------------------------------
-    def _stats(self, embodiment: str) -> QuantileStats:
+    @staticmethod
+    def _future(video: np.ndarray, reference: np.ndarray, pixel_residual: bool | None) -> np.ndarray:
+        """The generated frames of a pipeline video (T+1, H, W, 3), optionally as a change to ``reference``."""
+        if not pixel_residual:
+            return video[1:]
+        return keep_unchanged_pixels(video[None, 1:], video[None, 0], reference[None])[0]
+
+    def _stats(self, embodiment: str) -> QuantileNormalizer:
         if embodiment not in self.action_stats:
             raise ValueError(
                 f"embodiment={embodiment!r} is not set up for this Cosmos 3 backend; expected one of "
@@ -352,6 +381,7 @@ class Cosmos3Backend:
         steps: int | None,
         seed: int,
         prompt: str | None = None,
+        guidance_scale: float | None = None,
         **condition: Any,
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """One pipeline call -> (video (T+1, H, W, 3) uint8 at the input size, normalised actions (T, A) or None)."""
@@ -367,12 +397,17 @@ class Cosmos3Backend:
             view_point=self.view_point,
             **condition,
         )
-        text = prompt or self.instructions.get(embodiment) or "push the red block onto the green disc"
+        text = prompt or self.instructions.get(embodiment)
+        if not text:
+            raise ValueError(
+                f"instruction=None and no default instruction for embodiment={embodiment!r}; pass instruction= "
+                "or instructions={embodiment: text} to the backend"
+            )
         result = self.pipeline(
             prompt=text,
             action=action,
             num_inference_steps=steps or self.num_inference_steps,
-            guidance_scale=self.guidance_scale,
+            guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
             fps=self.fps,
             output_type="np",
             generator=torch.Generator().manual_seed(seed),
@@ -383,7 +418,7 @@ class Cosmos3Backend:
         video = (np.clip(video, 0.0, 1.0) * 255).round().astype(np.uint8) if video.dtype != np.uint8 else video
         actions = None
         if result.action is not None:
-            actions = result.action[0].float().cpu().numpy()[:, : len(self.action_stats[embodiment].q01)]
+            actions = result.action[0].float().cpu().numpy()[:, : self.action_stats[embodiment].dim]
         return video, actions
 
 

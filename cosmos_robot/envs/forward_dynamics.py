@@ -25,7 +25,8 @@ from gymnasium.vector.utils import batch_space
 
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.start_sources import StartSource, make_start_source
-from cosmos_robot.world_model import WorldActionModel, load_world_model
+from cosmos_robot.interface import WorldModel
+from cosmos_robot.world_model import load_world_model
 
 RewardFn = Callable[[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]], float]
 SuccessFn = Callable[[dict[str, np.ndarray]], bool]
@@ -54,7 +55,7 @@ class Imagination:
         success_threshold: the learned success probability above which an episode terminates.
     """
 
-    def __init__(self, model: WorldActionModel, embodiment: str, sampling_steps: int, success_threshold: float) -> None:
+    def __init__(self, model: WorldModel, embodiment: str, sampling_steps: int, success_threshold: float) -> None:
         if embodiment not in model.embodiments:
             raise ValueError(
                 f"embodiment={embodiment!r} is not known to the model; expected one of {model.embodiments}"
@@ -129,9 +130,9 @@ class ForwardDynamicsEnv(gym.Env):
     ``max_episode_steps``.
 
     ## Arguments
-    ``checkpoint`` (a :class:`WorldActionModel`, a checkpoint folder or ``"default"``), ``embodiment``,
-    ``start`` (default: the reference env), ``reference`` (default: the PushBlock env of the
-    embodiment), ``max_episode_steps`` (80), ``sampling_steps`` (denoising steps per step, 4),
+    ``checkpoint`` (any :class:`~cosmos_robot.interface.WorldModel` backend, a checkpoint folder or
+    ``"default"``), ``embodiment``, ``start`` (default: the reference env), ``reference`` (default:
+    the PushBlock env of the embodiment), ``max_episode_steps`` (80), ``sampling_steps`` (denoising steps per step, 4),
     ``reward_fn``, ``success_fn``, ``success_threshold`` (0.5), ``render_mode`` (None or "rgb_array"),
     ``terminate_on_success`` (True; False keeps open-loop comparisons running after a success).
     """
@@ -140,7 +141,7 @@ class ForwardDynamicsEnv(gym.Env):
 
     def __init__(
         self,
-        checkpoint: WorldActionModel | str | os.PathLike = "default",
+        checkpoint: WorldModel | str | os.PathLike = "default",
         embodiment: str = "point",
         start: str | os.PathLike | gym.Env | StartSource | None = None,
         reference: str | gym.Env | None = None,
@@ -244,7 +245,7 @@ class ForwardDynamicsVectorEnv(VectorEnv):
     def __init__(
         self,
         num_envs: int,
-        checkpoint: WorldActionModel | str | os.PathLike = "default",
+        checkpoint: WorldModel | str | os.PathLike = "default",
         embodiment: str = "point",
         start: str | os.PathLike | gym.Env | StartSource | None = None,
         reference: str | gym.Env | None = None,

@@ -78,7 +78,7 @@ class PushBlockEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": scene.CONTROL_HZ}
-    task = "push the red block onto the green disc"
+    task = scene.TASK
     environment_state_names = ("block_x", "block_y", "block_yaw", "goal_x", "goal_y")
 
     def __init__(

@@ -2,13 +2,17 @@
 
 The scene is generated rather than shipped as XML because the two embodiments share everything
 but the agent, and the camera's field of view is derived from the workspace size so that actions
-stay visible at 64x64 (see DESIGN.md "Actions must be visible").
+stay visible at 64x64: a full-speed step must move the effector several pixels, or inverse dynamics
+is ill-posed and forward dynamics can ignore its actions.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+# The instruction of the task.
+TASK = "push the red block onto the green disc"
 
 # Workspace geometry, metres. The camera sees exactly the table (2 * TABLE_HALF across), so at
 # 64 px one pixel is 2 * 0.22 / 64 = 6.9 mm and a full-speed pusher step (0.3 m/s * 0.1 s = 3 cm)

@@ -1,6 +1,6 @@
 """Closed-loop evaluation in MuJoCo: any policy of the small protocol, seeded starts, one harness.
 
-A policy follows :class:`cosmos_robot.policies.scripted.Policy`: ``reset(seed)`` at each episode
+A policy follows :class:`cosmos_robot.policies.protocol.Policy`: ``reset(seed)`` at each episode
 start, ``act(obs, info) -> action`` each step. :class:`WorldModelPolicy`, the scripted experts
 (``info``-driven and pixel-driven) and LeRobot policies (through
 :class:`cosmos_robot.policies.lerobot_adapter.LeRobotPolicyAdapter`) all do, so they are compared on
@@ -19,8 +19,8 @@ from tqdm.auto import tqdm
 
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.eval.recording import PolicyRecorder
-from cosmos_robot.policies.scripted import Policy
-from cosmos_robot.recipes import EVAL_SEED
+from cosmos_robot.policies.protocol import Policy
+from cosmos_robot.seeds import EVAL_SEED
 
 POLICY_KINDS = ("model", "expert", "pixel-expert", "random", "lerobot")
 

@@ -21,10 +21,10 @@ from tqdm.auto import tqdm
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.envs.start_sources import FixedStarts, Start
-from cosmos_robot.eval.metrics import psnr, ssim
+from cosmos_robot.interface import WorldModel
+from cosmos_robot.metrics import psnr, ssim
 from cosmos_robot.policies.scripted import ScriptedExpert
-from cosmos_robot.recipes import EVAL_SEED
-from cosmos_robot.world_model import WorldActionModel
+from cosmos_robot.seeds import EVAL_SEED
 
 SOURCES = {"expert": 0.0, "noisy": 0.5, "random": 1.0}
 SHUFFLED_AT = 8
@@ -82,7 +82,7 @@ def _per_horizon(real: dict[str, np.ndarray], pred: dict[str, np.ndarray]) -> di
 
 
 def evaluate_fd(
-    model: WorldActionModel,
+    model: WorldModel,
     embodiment: str = "point",
     episodes: int = 8,
     horizon: int = 16,

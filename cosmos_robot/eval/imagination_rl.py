@@ -19,8 +19,8 @@ import numpy as np
 
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
-from cosmos_robot.recipes import EVAL_SEED
-from cosmos_robot.world_model import WorldActionModel
+from cosmos_robot.interface import WorldModel
+from cosmos_robot.seeds import EVAL_SEED
 
 TARGET = np.array([0.1, -0.08], np.float32)
 REACH_SCALE = 0.2  # m: reward falls to 0 at this distance
@@ -123,7 +123,7 @@ def evaluate_in_mujoco(policy: Any, episodes: int, seed: int) -> tuple[float, fl
 
 
 def evaluate_imagination_rl(
-    model: WorldActionModel,
+    model: WorldModel,
     steps: int = 16_384,
     num_envs: int = 16,
     eval_episodes: int = 16,

@@ -25,11 +25,11 @@ from tqdm.auto import tqdm
 from cosmos_robot.datasets.lerobot_io import read_lerobot
 from cosmos_robot.datasets.video_io import write_video
 from cosmos_robot.eval.offline import r2_per_dim
+from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import ACTION
 from cosmos_robot.label import label
 from cosmos_robot.policies.scripted import ScriptedExpert
-from cosmos_robot.recipes import EVAL_SEED
-from cosmos_robot.world_model import WorldActionModel
+from cosmos_robot.seeds import EVAL_SEED
 
 
 def record_episodes(env_id: str, episodes: int, seed: int) -> list[dict[str, Any]]:
@@ -135,7 +135,7 @@ def predict_pairs(model: PairRegressor, frames: np.ndarray) -> np.ndarray:
 
 
 def evaluate_labeling(
-    model: WorldActionModel,
+    model: WorldModel,
     embodiment: str,
     env_id: str,
     episodes: int = 10,

@@ -16,9 +16,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from cosmos_robot.datasets.windows import open_episodes
-from cosmos_robot.eval.metrics import psnr
+from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import ACTION, OBS_STATE
-from cosmos_robot.world_model import WorldActionModel
+from cosmos_robot.metrics import psnr
 
 
 def r2_per_dim(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
@@ -29,7 +29,7 @@ def r2_per_dim(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
 
 
 def policy_chunks(
-    model: WorldActionModel,
+    model: WorldModel,
     embodiment: str,
     frames: np.ndarray,
     states: np.ndarray,
@@ -39,7 +39,7 @@ def policy_chunks(
     """The policy's first chunk from every ``chunk``-th step of one episode, against the recorded actions.
 
     Returns (predicted, true), each (N, A): the chunks end to end, cut at the episode's end.
-    ``policy_options`` go to :meth:`WorldActionModel.policy` (steps, seed, guidance_scale, ...)."""
+    ``policy_options`` go to :meth:`WorldModel.policy` (steps, seed, guidance_scale, ...)."""
     chunk, length = model.future_frames, len(frames)
     starts = np.arange(0, max(1, length - chunk), chunk)
     out = model.policy(frames[starts], embodiment, state=states[starts], **policy_options)
@@ -50,7 +50,7 @@ def policy_chunks(
 
 
 def evaluate_offline(
-    model: WorldActionModel,
+    model: WorldModel,
     dataset: str | os.PathLike,
     episodes: int | None = None,
     horizon: int = 8,
@@ -63,7 +63,7 @@ def evaluate_offline(
     """Forward dynamics, inverse dynamics and policy metrics on (the first ``episodes`` of) ``dataset``.
 
     ``pixel_residual``, unless None (the model's own default), is passed to
-    :meth:`WorldActionModel.forward_dynamics`: predicted frames as the observed frame plus the decoded
+    :meth:`WorldModel.forward_dynamics`: predicted frames as the observed frame plus the decoded
     change (True), or the plain decode of the predicted latents (False)."""
     fd_options = {} if pixel_residual is None else {"pixel_residual": pixel_residual}
     data = open_episodes(dataset).to_memory()

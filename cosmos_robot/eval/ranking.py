@@ -20,10 +20,10 @@ from tqdm.auto import tqdm
 from cosmos_robot.envs import MAX_EPISODE_STEPS, PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.envs.start_sources import FixedStarts, Start
-from cosmos_robot.eval.metrics import pearson, spearman
+from cosmos_robot.interface import WorldModel
+from cosmos_robot.metrics import pearson, spearman
 from cosmos_robot.policies.pixel_expert import PixelExpert
-from cosmos_robot.recipes import EVAL_SEED
-from cosmos_robot.world_model import WorldActionModel
+from cosmos_robot.seeds import EVAL_SEED
 
 NOISES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -50,7 +50,7 @@ def run_mujoco(env_id: str, noise: float, seeds: list[int]) -> tuple[list[Start]
 
 
 def run_imagined(
-    model: WorldActionModel,
+    model: WorldModel,
     embodiment: str,
     noise: float,
     starts: list[Start],
@@ -90,7 +90,7 @@ def run_imagined(
 
 
 def evaluate_ranking(
-    model: WorldActionModel,
+    model: WorldModel,
     embodiment: str = "point",
     episodes: int = 8,
     noises: tuple[float, ...] = NOISES,

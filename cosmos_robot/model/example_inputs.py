@@ -20,7 +20,7 @@ def example_inputs(
     state_dim: int = 2,
     fps: float = 10.0,
     seed: int = 0,
-    instruction: str = "push the red block onto the green disc",
+    instruction: str = "move the object onto the goal",
 ) -> tuple[ReasonerInputs, GeneratorInputs]:
     """A (reasoner, generator) pair with random frames, latents, actions and states, times at ``fps``."""
     g = torch.Generator().manual_seed(seed)

@@ -8,7 +8,7 @@ the ``point`` pusher, through the arm's damped-least-squares inverse Jacobian fo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -20,14 +20,6 @@ PUSH_OFFSET = scene.BLOCK_HALF + scene.PUSHER_RADIUS + 0.006
 LATERAL_TOLERANCE = 0.012
 POSITION_GAIN = 6.0  # 1/s: how hard the effector is pulled to its waypoint
 PUSH_SPEED = 0.22  # m/s
-
-
-class Policy(Protocol):
-    """The small protocol evaluation talks to: ``reset`` at episode start, ``act`` every step."""
-
-    def reset(self, seed: int | None = None) -> None: ...
-
-    def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray: ...
 
 
 def plan_effector_velocity(effector: np.ndarray, block: np.ndarray, goal: np.ndarray) -> np.ndarray:

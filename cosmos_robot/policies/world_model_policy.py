@@ -4,7 +4,7 @@ Each model call returns an action chunk (one action per future frame of the wind
 those actions should produce. ``select_action`` executes ``execute_steps`` of a chunk, then replans;
 with ``temporal_ensemble`` it replans every step and averages all chunks' predictions for the current
 step, weighted ``exp(-m * age)`` (ACT's temporal ensembling). The policy follows the evaluation
-protocol of :class:`cosmos_robot.policies.scripted.Policy` (``reset``, ``act``), so the same harness
+protocol of :class:`cosmos_robot.policies.protocol.Policy` (``reset``, ``act``), so the same harness
 runs it, the scripted experts and LeRobot policies.
 """
 
@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from cosmos_robot.world_model import WorldActionModel, load_world_model
+from cosmos_robot.interface import WorldModel
+from cosmos_robot.world_model import load_world_model
 
 
 @dataclass
@@ -34,7 +35,7 @@ class ChunkPrediction:
 
 
 class WorldModelPolicy:
-    """Closed-loop policy from a :class:`WorldActionModel` (any backend that implements ``policy``).
+    """Closed-loop policy from any :class:`~cosmos_robot.interface.WorldModel` backend.
 
     Args:
         model: a loaded model, a checkpoint folder, or ``"default"``.
@@ -43,21 +44,21 @@ class WorldModelPolicy:
         execute_steps: actions executed from each chunk before replanning (1..chunk length); None
             executes the whole chunk. Ignored with ``temporal_ensemble``.
         temporal_ensemble: None, or the ensembling coefficient m >= 0 (replan every step).
-        steps: Euler steps per chunk.
+        steps: Euler steps per chunk; None uses the model's own default.
         use_state: pass the observation's ``agent_pos`` to the model as the current proprio state.
         seed: seeds the sampling noise (each chunk draws its own seed from it).
         guidance_scale: classifier-free guidance of the actions on the instruction (see
-            :meth:`WorldActionModel.policy`); None uses the model's own default.
+            :meth:`WorldModel.policy`); None uses the model's own default.
     """
 
     def __init__(
         self,
-        model: WorldActionModel | str | os.PathLike,
+        model: WorldModel | str | os.PathLike,
         embodiment: str,
         instruction: str | None = None,
         execute_steps: int | None = None,
         temporal_ensemble: float | None = None,
-        steps: int = 10,
+        steps: int | None = None,
         use_state: bool = True,
         seed: int = 0,
         guidance_scale: float | None = None,
@@ -72,8 +73,8 @@ class WorldModelPolicy:
             raise ValueError(f"execute_steps={execute_steps!r}; expected 1..{chunk} (the model's chunk length) or None")
         if temporal_ensemble is not None and not temporal_ensemble >= 0:
             raise ValueError(f"temporal_ensemble={temporal_ensemble!r}; expected None or a coefficient >= 0")
-        if steps < 1:
-            raise ValueError(f"steps={steps!r}; expected a positive number of Euler steps")
+        if steps is not None and (not isinstance(steps, int) or steps < 1):
+            raise ValueError(f"steps={steps!r}; expected None or a positive number of Euler steps")
         if guidance_scale is not None and not (np.isfinite(guidance_scale) and guidance_scale >= 0):
             raise ValueError(f"guidance_scale={guidance_scale!r}; expected None or a finite number >= 0")
         self.embodiment = embodiment
@@ -84,8 +85,7 @@ class WorldModelPolicy:
         self.steps = steps
         self.use_state = use_state
         self.seed = seed
-        # Passed on only when set: other backends' policy() need not take it.
-        self.policy_options = {} if guidance_scale is None else {"guidance_scale": float(guidance_scale)}
+        self.guidance_scale = None if guidance_scale is None else float(guidance_scale)
         self.chunks: list[ChunkPrediction] = []
         self.reset(seed)
 
@@ -139,7 +139,7 @@ class WorldModelPolicy:
             history=history,
             steps=self.steps,
             seed=int(self._rng.integers(2**31)),
-            **self.policy_options,
+            guidance_scale=self.guidance_scale,
         )
         actions, frames = chunk.actions[0], chunk.frames[0]
         self.chunks.append(ChunkPrediction(self._step, actions, frames))

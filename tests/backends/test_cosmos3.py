@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from cosmos_robot.backends.cosmos3 import Cosmos3Backend, QuantileStats, resolution_tier_for
+from cosmos_robot.backends.cosmos3 import Cosmos3Backend, quantile_stats, resolution_tier_for
 from cosmos_robot.datasets.lerobot_io import read_lerobot
 from cosmos_robot.datasets.video_io import write_video
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsEnv
@@ -30,12 +30,12 @@ def obs():
 
 
 def test_quantile_normalisation_maps_q01_q99_to_minus_one_one_and_back():
-    stats = QuantileStats(np.array([-0.3, 0.0]), np.array([0.3, 2.0]))
+    stats = quantile_stats("point", {"q01": [-0.3, 0.0], "q99": [0.3, 2.0]})
     raw = np.array([[-0.3, 0.0], [0.3, 2.0], [0.0, 1.0], [0.6, 3.0]], np.float32)
     np.testing.assert_allclose(stats.normalize(raw), [[-1, -1], [1, 1], [0, 0], [2, 2]], atol=1e-6)
     np.testing.assert_allclose(stats.denormalize(stats.normalize(raw)), raw, atol=1e-6)
     with pytest.raises(ValueError, match="q99 > q01"):
-        QuantileStats(np.array([1.0]), np.array([0.0]))
+        quantile_stats("point", {"q01": [1.0], "q99": [0.0]})
 
 
 def test_the_smallest_tier_that_holds_the_frame_is_used():
@@ -63,6 +63,30 @@ def test_policy_returns_a_raw_chunk_and_its_frames(backend, obs):
     assert chunk.actions.shape == (1, 4, 2) and chunk.frames.shape == (1, 4, 64, 64, 3)
     with pytest.raises(ValueError, match="history is not supported"):
         backend.policy(obs["pixels"], "point", history=obs["pixels"][None])
+    with pytest.raises(ValueError, match="action_estimate='mean'.*jointly"):
+        backend.policy(obs["pixels"], "point", action_estimate="mean")
+
+
+def test_pixel_residual_keeps_the_real_frame_where_the_pipeline_changes_little(backend, obs):
+    plain = backend.forward_dynamics(obs["pixels"][None], np.zeros((2, 2), np.float32), "point", seed=1).frames
+    kept = backend.forward_dynamics(
+        obs["pixels"][None], np.zeros((2, 2), np.float32), "point", seed=1, pixel_residual=True
+    ).frames
+    # A random pipeline redraws everything; keeping unchanged pixels brings its frames closer to the real one.
+    real = obs["pixels"][None, None].astype(np.float64)
+    assert np.abs(kept - real).mean() < np.abs(plain - real).mean()
+
+
+def test_guidance_scale_reaches_the_pipeline(backend, obs):
+    a = backend.policy(obs["pixels"], "point", seed=3, guidance_scale=1.0).actions
+    b = backend.policy(obs["pixels"], "point", seed=3, guidance_scale=4.0).actions
+    assert not np.allclose(a, b)
+
+
+def test_a_backend_without_instructions_asks_for_one(backend, obs):
+    bare = Cosmos3Backend(backend.pipeline, {"point": {"q01": [-0.3, -0.3], "q99": [0.3, 0.3]}}, num_inference_steps=1)
+    with pytest.raises(ValueError, match="instruction=None.*'point'"):
+        bare.policy(obs["pixels"], "point")
 
 
 def test_unknown_embodiments_and_domains_are_clear_errors(backend, obs):

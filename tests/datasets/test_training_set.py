@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from cosmos_robot.datasets.collect import collect
+from cosmos_robot.collect import collect
 from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.tokenizers import FrameAutoencoder

@@ -69,8 +69,8 @@ def test_guidance_scale_reaches_the_model(model, first_obs):
         guidance_scale=1.0,
     ).actions[0]
     np.testing.assert_allclose(chunk, expected, rtol=1e-5, atol=1e-6)
-    assert unguided.policy_options == {"guidance_scale": 1.0}
-    assert WorldModelPolicy(model, "point").policy_options == {}  # None: the model's default
+    assert unguided.guidance_scale == 1.0
+    assert WorldModelPolicy(model, "point").guidance_scale is None  # None: the model's default
     assert default.shape == chunk.shape
 
 

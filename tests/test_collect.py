@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from cosmos_robot.datasets.collect import collect
+from cosmos_robot.collect import collect
 from cosmos_robot.datasets.lerobot_io import load_lerobot, read_lerobot
 from cosmos_robot.keys import ACTION, META_FILE, OBS_ENV_STATE, OBS_STATE, REWARD, SUCCESS
 
@@ -92,7 +92,7 @@ def test_bad_arguments_are_rejected(tmp_path, kwargs, field):
 
 
 def test_an_exception_mid_collection_leaves_nothing(tmp_path, monkeypatch):
-    import cosmos_robot.datasets.collect as collect_module
+    import cosmos_robot.collect as collect_module
 
     calls = {"n": 0}
     original = collect_module._rollout_episode

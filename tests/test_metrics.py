@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosmos_robot.eval.metrics import pearson, psnr, spearman, ssim
+from cosmos_robot.metrics import pearson, psnr, spearman, ssim
 
 
 def test_psnr_of_identical_and_known_error():
