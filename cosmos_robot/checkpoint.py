@@ -25,21 +25,12 @@ from cosmos_robot.atomic import atomic_directory
 from cosmos_robot.model.config import ModelConfig
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.tokenizers import FrameAutoencoder
+from cosmos_robot.processor import EmbodimentEntry
 
 FORMAT = "cosmos_robot.checkpoint"
 VERSION = 1
 CONFIG_KEYS = {"format", "version", "model", "autoencoder", "window", "embodiments", "dtype"}
 REQUIRED_FILES = ("config.json", "stats.json", "model.safetensors", "autoencoder.safetensors")
-
-
-@dataclass
-class EmbodimentEntry:
-    """What a checkpoint knows about one embodiment."""
-
-    embodiment: Embodiment
-    action_norm: QuantileNormalizer
-    state_norm: QuantileNormalizer
-    task: str
 
 
 @dataclass

@@ -23,19 +23,20 @@ from tqdm.auto import tqdm
 from cosmos_robot.autoencoder_training import reconstruction_psnr, train_autoencoder
 from cosmos_robot.checkpoint import (
     Checkpoint,
-    EmbodimentEntry,
     load_autoencoder,
     load_checkpoint,
     load_state,
     save_checkpoint,
 )
 from cosmos_robot.datasets.training_set import Batch, TrainingSet
+from cosmos_robot.model.action_prior import PRIOR_CHUNK
+from cosmos_robot.model.batches import PriorBatch, ReasonerInputs, TransitionBatch
 from cosmos_robot.model.config import ModelConfig, preset
-from cosmos_robot.model.inverse_prior import TransitionBatch
-from cosmos_robot.model.network import PriorBatch, ReasonerInputs, WorldActionNetwork
-from cosmos_robot.model.objective import BatchPlan, draw_noise, training_loss
+from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.model.objective import BatchPlan, TrainingModule, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 from cosmos_robot.model.tokenizers import FrameAutoencoder
+from cosmos_robot.processor import EmbodimentEntry
 
 MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
 
@@ -60,11 +61,11 @@ class TrainConfig:
         num_frames: frames per window.
         context_frames: observed frames in forward dynamics and policy.
         instruction_dropout: probability of dropping the instruction (for classifier-free guidance).
-        prior_batch: demonstration windows per step for the action prior's own loss (models with
-            ``action_prior``; 0 trains no prior). Drawn beside the main batch: the prior is a small
-            net and needs more samples than the policy share of the main batch gives it.
-        inverse_batch: consecutive-frame pairs per step for the inverse prior's own loss (models
-            with ``inverse_prior``; 0 trains no inverse prior), for the same reason.
+        prior_batch: demonstration windows per step for the action prior's own loss (0 trains no
+            prior). Drawn beside the main batch: the prior is a small net and needs more samples than
+            the policy share of the main batch gives it.
+        inverse_batch: consecutive-frame pairs per step for the inverse prior's own loss (0 trains
+            no inverse prior), for the same reason.
         time_shift: shift of the logit-normal flow-time sampler.
         ae_steps: autoencoder training steps.
         ae_batch: autoencoder batch.
@@ -143,21 +144,14 @@ def _distributed() -> tuple[int, int]:
 
 def _drop_instructions(reasoner: ReasonerInputs, drop: torch.Tensor) -> ReasonerInputs:
     keep = ~drop[:, None]
-    return ReasonerInputs(
-        reasoner.domain,
-        reasoner.text_ids * keep,
-        reasoner.text_valid & keep,
-        reasoner.state,
-        reasoner.observed_frames,
-        reasoner.observed_time,
-    )
+    return reasoner.replace(text_ids=reasoner.text_ids * keep, text_valid=reasoner.text_valid & keep)
 
 
 def _select(batch: Batch, part: slice, device: torch.device) -> Batch:
     """This rank's slice of a batch, on its device."""
     return Batch(
-        ReasonerInputs(**{k: v[part].to(device) for k, v in vars(batch.reasoner).items()}),
-        batch.clean.replace(**{k: v[part].to(device) for k, v in vars(batch.clean).items()}),
+        batch.reasoner.select(part).to(device),
+        batch.clean.select(part).to(device),
         batch.rewards[part].to(device),
         batch.successes[part].to(device),
     )
@@ -221,10 +215,11 @@ class Trainer:
             self._restore(previous)
         # The last block's reasoner output feeds nothing (the generator reads only its keys and values),
         # so those weights get no gradient: DDP must be told to expect unused parameters.
+        module = TrainingModule(self.network)
         self.model = (
-            torch.nn.parallel.DistributedDataParallel(self.network, find_unused_parameters=True)
+            torch.nn.parallel.DistributedDataParallel(module, find_unused_parameters=True)
             if self.world > 1
-            else self.network
+            else module
         )
 
     # -- checkpoint state -----------------------------------------------------------------------------
@@ -275,15 +270,14 @@ class Trainer:
     # -- the loop ---------------------------------------------------------------------------------------
     def _draw_prior_batch(self) -> PriorBatch | None:
         """The action prior's demonstration windows for this step (global batch), or None."""
-        chunk = self.network.config.action_prior
-        if not chunk or not self.config.prior_batch:
+        if not self.config.prior_batch:
             return None
-        table = self.data.demonstrations(chunk)
+        table = self.data.demonstrations(PRIOR_CHUNK)
         return table.select(torch.randint(len(table.domain), (self.config.prior_batch,), generator=self.generator))
 
     def _draw_inverse_batch(self) -> TransitionBatch | None:
         """The inverse prior's consecutive-frame pairs for this step (global batch), or None."""
-        if not self.network.config.inverse_prior or not self.config.inverse_batch:
+        if not self.config.inverse_batch:
             return None
         table = self.data.transitions()
         return table.take(torch.randint(len(table), (self.config.inverse_batch,), generator=self.generator))
@@ -318,10 +312,8 @@ class Trainer:
             share = c.inverse_batch // self.world
             inverse_batch = inverse_batch.select(slice(self.rank * share, (self.rank + 1) * share)).to(self.device)
         local = slice(self.rank * (c.batch_size // self.world), (self.rank + 1) * (c.batch_size // self.world))
-        batch, plan = _select(batch, local, self.device), plan.select(local)
-        plan = BatchPlan(plan.frames.to(self.device), plan.actions.to(self.device), plan.states.to(self.device))
-        noise = noise.select(local)
-        noise = type(noise)(**{k: v.to(self.device) for k, v in vars(noise).items()})
+        batch, plan = _select(batch, local, self.device), plan.select(local).to(self.device)
+        noise = noise.select(local).to(self.device)
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate(self.step, c)
         autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda")
@@ -374,7 +366,7 @@ class Trainer:
             plan = BatchPlan.from_modes(modes, c.num_frames, batch.clean.actions.shape[1], c.context_frames)
             is_id = torch.tensor([m is Mode.INVERSE_DYNAMICS for m in modes], device=self.device)
             batch.reasoner.state = batch.reasoner.state * ~is_id[:, None]
-            plan = BatchPlan(plan.frames.to(self.device), plan.actions.to(self.device), plan.states.to(self.device))
+            plan = plan.to(self.device)
             terms = training_loss(self.ema, batch.reasoner, batch.clean, plan, draw_noise(batch.clean, g))
             losses.append(float(terms.per_sample.mean()))
         return sum(losses) / len(losses)

@@ -14,14 +14,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from cosmos_robot.actions import pad_to_shared
-from cosmos_robot.checkpoint import Checkpoint, EmbodimentEntry, load_checkpoint, save_checkpoint
+from cosmos_robot.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from cosmos_robot.interface import ActionChunk, Prediction, WorldModel
-from cosmos_robot.model.network import GeneratorInputs, ReasonerInputs
+from cosmos_robot.model.batches import GeneratorInputs, ReasonerInputs
 from cosmos_robot.model.plan import Mode, make_plan
 from cosmos_robot.model.sampler import sample_plan
-from cosmos_robot.model.tokenizers import ByteTokenizer
 from cosmos_robot.pixel_residual import keep_unchanged_pixels
+from cosmos_robot.processor import EmbodimentEntry, Processor
 from cosmos_robot.temporal_ensemble import average_windows, window_starts
 
 # Euler steps of a model call when the caller names none.
@@ -55,7 +54,7 @@ class WorldActionModel:
         self.num_frames = int(checkpoint.window["num_frames"])
         self.context_frames = int(checkpoint.window["context_frames"])
         self.fps = float(checkpoint.window["fps"])
-        self.tokenizer = ByteTokenizer()
+        self.processor = Processor(self.config, checkpoint.embodiments)
 
     # -- loading and saving -----------------------------------------------------------------------------
     @classmethod
@@ -111,11 +110,7 @@ class WorldActionModel:
 
     # -- validation -------------------------------------------------------------------------------------
     def _entry(self, embodiment: str) -> EmbodimentEntry:
-        if embodiment not in self.checkpoint.embodiments:
-            raise ValueError(
-                f"embodiment={embodiment!r} is not known to this model; expected one of {self.embodiments}"
-            )
-        return self.checkpoint.embodiments[embodiment]
+        return self.processor.entry(embodiment)
 
     def _frames(self, frames: np.ndarray, name: str, per_sample_ndim: int) -> np.ndarray:
         frames = np.asarray(frames)
@@ -160,21 +155,14 @@ class WorldActionModel:
         start_time: np.ndarray,
     ) -> ReasonerInputs:
         b, tc = observed.shape[:2]
-        c = self.config
-        state_norm = np.zeros((b, c.state_width), np.float32)
-        if state is not None:
-            state_norm = pad_to_shared(entry.state_norm.normalize(state), c.state_width, entry.embodiment.name)[0]
-        ids, valid = self.tokenizer.encode([entry.task if instruction is None else instruction] * b, c.max_text_len)
-        times = torch.as_tensor(start_time[:, None] + np.arange(tc)[None] / self.fps, dtype=torch.float32)
-        inputs = ReasonerInputs(
-            domain=torch.full((b,), entry.embodiment.domain_id, dtype=torch.long),
-            text_ids=ids,
-            text_valid=valid,
-            state=torch.from_numpy(state_norm),
-            observed_frames=torch.from_numpy(np.ascontiguousarray(observed)),
-            observed_time=times,
-        )
-        return ReasonerInputs(**{k: v.to(self.device) for k, v in vars(inputs).items()})
+        name = entry.embodiment.name
+        return self.processor.reasoner_inputs(
+            [name] * b,
+            observed,
+            start_time[:, None] + np.arange(tc)[None] / self.fps,
+            None if state is None else self.processor.states_in(name, state),
+            [instruction] * b,
+        ).to(self.device)
 
     def _template(
         self,
@@ -185,26 +173,16 @@ class WorldActionModel:
         states_norm: np.ndarray,
         start_time: np.ndarray,
     ) -> GeneratorInputs:
-        c = self.config
-        t, k = self.num_frames, self.num_frames - 1
-        frame_time = torch.as_tensor(start_time[:, None] + np.arange(t)[None] / self.fps, dtype=torch.float32)
-        action_time = frame_time[:, 1:]
-        actions = pad_to_shared(actions_norm, c.action_width, entry.embodiment.name)[0]
-        states = pad_to_shared(states_norm, c.state_width, entry.embodiment.name)[0]
-        inputs = GeneratorInputs(
-            domain=torch.full((b,), entry.embodiment.domain_id, dtype=torch.long),
-            frames=frame_tokens,
-            frame_t=torch.zeros(b, t),
-            frame_time=frame_time,
-            actions=torch.from_numpy(actions),
-            action_t=torch.zeros(b, k),
-            action_time=action_time,
-            action_channels=(torch.arange(c.action_width) < entry.embodiment.action_dim).expand(b, -1),
-            states=torch.from_numpy(states),
-            state_t=torch.zeros(b, t),
-            state_channels=(torch.arange(c.state_width) < entry.embodiment.state_dim).expand(b, -1),
-        )
-        return inputs.replace(**{k2: v.to(self.device) for k2, v in vars(inputs).items()})
+        name = entry.embodiment.name
+        frame_time = start_time[:, None] + np.arange(self.num_frames)[None] / self.fps
+        return self.processor.generator_inputs(
+            [name] * b,
+            frame_tokens,
+            frame_time,
+            self.processor.pad_actions(name, actions_norm),
+            frame_time[:, 1:],
+            self.processor.pad_states(name, states_norm),
+        ).to(self.device)
 
     def _encode(self, frames_bthwc: np.ndarray) -> torch.Tensor:
         b, t = frames_bthwc.shape[:2]

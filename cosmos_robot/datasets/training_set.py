@@ -18,9 +18,8 @@ from cosmos_robot.actions import Embodiment, QuantileNormalizer, get_embodiment,
 from cosmos_robot.datasets.episodes import EpisodeArrays
 from cosmos_robot.datasets.windows import TimeAlignedWindows, WindowSpec, open_episodes
 from cosmos_robot.keys import ACTION, OBS_STATE
+from cosmos_robot.model.batches import GeneratorInputs, PriorBatch, ReasonerInputs, TransitionBatch
 from cosmos_robot.model.config import ModelConfig
-from cosmos_robot.model.inverse_prior import TransitionBatch
-from cosmos_robot.model.network import GeneratorInputs, PriorBatch, ReasonerInputs
 from cosmos_robot.model.tokenizers import ByteTokenizer, FrameAutoencoder
 
 LATENTS = "latents"

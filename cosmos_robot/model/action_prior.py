@@ -1,25 +1,17 @@
 """A behaviour-cloning prior for the policy's action chunk: keypoints of the observed frame -> actions.
 
-Why it exists (measured on 2 CPU cores): the policy must read the block, the goal and the pusher off
-one frame, and with 40 % of a 16-sample batch in policy mode the MoT sees ~19k policy samples per
-embodiment in the default recipe's 6000 steps. Its action MSE stayed above the mean-action baseline
-(1.25x point, 1.41x arm2). A probe on the same frozen latents shows why: a conv + flatten regressor
-of the expert's 4-action chunk overfits the 180 training episodes (held-out MSE 0.36-0.43x the mean
-baseline, whatever the steps), while a spatial-softmax keypoint net (Levine et al. 2016; Diffusion
-Policy's vision encoder) reaches 0.31x after 32k samples and 0.25x after 192k. Keypoints are the
-right bottleneck: the expert is a function of where three things are.
+The policy must read where the block, the goal and the pusher are from one frame, and its share of
+the main batch is too small for the MoT to learn that on 2 CPU cores (docs/model.md, "Priors"). A
+spatial-softmax keypoint net (Levine et al. 2016; Diffusion Policy's vision encoder) is the right
+bottleneck - the expert is a function of where three things are - and it is trained on its own
+larger batch of demonstration windows each step. Its chunk enters the generator as a direct path:
+the action tokens of a window whose first noisy frame follows a clean one receive it as an input,
+and the x0 head adds it (detached), so the MoT learns a correction and a zero correction already
+is behaviour cloning.
 
 The state enters the MLP with sinusoidal features ``sin(2^j pi s), cos(2^j pi s)`` of each
-normalised channel (``state_frequencies``): arm2's expert maps joint angles to joint velocities through
-the arm's forward kinematics, sines and cosines of the angles, which an MLP of the raw angles builds
-slowly. The same probe on arm2 (400 expert episodes): held-out 0.33x the mean-action MSE after 192k
-samples with the raw state, 0.26x with two frequencies.
-
-So the network carries this small net (0.35 M parameters) and trains it on its own larger batch of
-demonstration windows each step (``training_loss``'s ``prior_batch``). Its chunk enters the
-generator as a direct path - the action tokens of a window whose first noisy frame follows a clean
-one receive it as an input, and the x0 head adds it (detached) to what it predicts - so the MoT
-learns a correction on top of it, and a zero correction already is behaviour cloning.
+normalised channel: arm2's expert maps joint angles to joint velocities through the arm's forward
+kinematics, sines and cosines of the angles, which an MLP of the raw angles builds slowly.
 """
 
 from __future__ import annotations
@@ -29,6 +21,11 @@ import math
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
+
+# Actions of the prior's chunk (the default window's future frames).
+PRIOR_CHUNK = 4
+# Pairs of sin/cos features per normalised state channel.
+STATE_FREQUENCIES = 2
 
 
 class SpatialSoftmax(nn.Module):
@@ -54,7 +51,7 @@ class ActionPrior(nn.Module):
         width: conv width.
         keypoints: feature maps, each reduced to one (row, col) keypoint.
         hidden: MLP width.
-        state_frequencies: sinusoidal features per state channel (pairs; 0 = the raw state only).
+        state_frequencies: sinusoidal features per state channel (pairs).
     """
 
     def __init__(
@@ -67,7 +64,7 @@ class ActionPrior(nn.Module):
         width: int = 32,
         keypoints: int = 16,
         hidden: int = 256,
-        state_frequencies: int = 0,
+        state_frequencies: int = STATE_FREQUENCIES,
     ) -> None:
         super().__init__()
         self.chunk, self.action_width = chunk, action_width

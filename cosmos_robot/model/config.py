@@ -32,24 +32,6 @@ class ModelConfig:
         num_domains: embodiments the projections can address.
         max_text_len: instruction bytes kept.
         action_loss_weight: weight of action tokens in the flow loss (Cosmos 3: 10).
-        target: what the output heads predict: ``"x0"`` (the clean value; the velocity
-            ``(x_t - x0) / t`` is derived for the sampler and the loss is the x0 error) or
-            ``"velocity"`` (Cosmos 3). Both parameterise the same denoiser; x0 weighs high noise
-            levels, where the conditioning must carry the information, and on 2 CPU cores it is what
-            lets inverse dynamics learn within the budget (see README, "What we measured").
-        action_prior: actions in the chunk of the behaviour-cloning prior
-            (:mod:`cosmos_robot.model.action_prior`) that policy action tokens are given and that
-            the action x0 head adds to; 0 = no prior (checkpoints from before it existed).
-        frame_residual: the frame x0 head predicts the change from each frame's anchor (the latest
-            clean frame at or before it), so an untrained head copies the last frame rather than
-            predicting zeros; needs ``target="x0"``.
-        prior_state_frequencies: sinusoidal features of each state channel the action prior's MLP
-            also reads (pairs of sin/cos at doubling frequencies; 0 = the raw state only, as in
-            checkpoints from before it existed).
-        inverse_prior: action tokens between two clean frames (inverse dynamics, labeling) are
-            given the estimate of a small inverse-dynamics net
-            (:mod:`cosmos_robot.model.inverse_prior`), and the action x0 head adds to it; needs
-            ``target="x0"``.
     """
 
     d_model: int = 128
@@ -69,11 +51,6 @@ class ModelConfig:
     num_domains: int = 8
     max_text_len: int = 64
     action_loss_weight: float = 10.0
-    target: str = "x0"
-    action_prior: int = 0
-    frame_residual: bool = False
-    prior_state_frequencies: int = 0
-    inverse_prior: bool = False
 
     def __post_init__(self) -> None:
         positive = (
@@ -109,21 +86,6 @@ class ModelConfig:
         if self.image_size % self.understanding_patch:
             raise ValueError(
                 f"understanding_patch={self.understanding_patch} does not divide image_size={self.image_size}"
-            )
-        if self.target not in ("x0", "velocity"):
-            raise ValueError(f"target={self.target!r}; expected 'x0' or 'velocity'")
-        for name in ("action_prior", "prior_state_frequencies"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name}={value!r}; expected a non-negative integer")
-        for name in ("frame_residual", "inverse_prior"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}={getattr(self, name)!r}; expected true or false")
-        if (self.action_prior or self.frame_residual or self.inverse_prior) and self.target != "x0":
-            raise ValueError(
-                f"action_prior={self.action_prior}, frame_residual={self.frame_residual}, "
-                f"inverse_prior={self.inverse_prior} with target={self.target!r}; "
-                "they add to the x0 heads: expected target='x0'"
             )
         for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight"):
             if getattr(self, name) <= 0:
@@ -180,14 +142,6 @@ class ModelConfig:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
 
-# Every preset trains with the residual heads (ModelConfig docs; measured reasons in network.py).
-_RESIDUAL_HEADS: dict[str, Any] = {
-    "action_prior": 4,
-    "prior_state_frequencies": 2,
-    "frame_residual": True,
-    "inverse_prior": True,
-}
-
 PRESETS: dict[str, ModelConfig] = {
     # Seconds on CPU: the test preset.
     "tiny": ModelConfig(
@@ -196,7 +150,6 @@ PRESETS: dict[str, ModelConfig] = {
         num_heads=4,
         rope_sections=(3, 3, 2),
         mlp_ratio=2.0,
-        **_RESIDUAL_HEADS,
     ),
     # The shipped default: trainable on 2 CPU cores within an hour.
     "small": ModelConfig(
@@ -205,7 +158,6 @@ PRESETS: dict[str, ModelConfig] = {
         num_heads=6,
         rope_sections=(6, 5, 5),
         understanding_patch=16,
-        **_RESIDUAL_HEADS,
     ),
     # GPU.
     "base": ModelConfig(
@@ -215,7 +167,6 @@ PRESETS: dict[str, ModelConfig] = {
         rope_sections=(12, 10, 10),
         action_width=64,
         num_domains=32,
-        **_RESIDUAL_HEADS,
     ),
 }
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from cosmos_robot.model.batches import GeneratorInputs, PriorBatch, ReasonerInputs, TransitionBatch
 from cosmos_robot.model.config import ModelConfig
-from cosmos_robot.model.inverse_prior import TransitionBatch
-from cosmos_robot.model.network import GeneratorInputs, PriorBatch, ReasonerInputs
 from cosmos_robot.model.tokenizers import ByteTokenizer
 
 

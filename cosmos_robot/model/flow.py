@@ -1,4 +1,4 @@
-"""Rectified flow: noising, the velocity target, the time sampler, the loss, and a few-step Euler sampler.
+"""Rectified flow: noising, the velocity target, the time sampler, and a few-step Euler sampler.
 
 Conventions (Cosmos 3): ``x_t = t * eps + (1 - t) * x0`` with t = 1 pure noise and t = 0 clean; the
 network predicts ``v = eps - x0``. Clean conditioning tokens carry t = 0. The sampler takes the
@@ -39,31 +39,6 @@ def sample_time(
     """Logit-normal times in (0, 1), then shifted."""
     u = torch.sigmoid(torch.randn(shape, generator=generator, device=device))
     return shift_time(u, shift)
-
-
-def flow_loss(
-    v_pred: torch.Tensor,
-    v_target: torch.Tensor,
-    noisy: torch.Tensor,
-    channel_mask: torch.Tensor | None = None,
-    weight: float = 1.0,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(weighted sum of squared errors over noisy tokens and valid channels, number of terms).
-
-    Args:
-        v_pred: (B, N, C) predicted velocities.
-        v_target: (B, N, C) targets.
-        noisy: (B, N) True for generated tokens; clean tokens contribute nothing.
-        channel_mask: (B, C) or (C,) valid channels (padded action channels excluded); None = all.
-        weight: multiplier (Cosmos 3 weighs actions 10x).
-    """
-    mask = noisy[..., None].to(v_pred.dtype)  # (B, N, 1)
-    if channel_mask is not None:
-        cm = channel_mask.to(v_pred.dtype)
-        mask = mask * (cm[:, None, :] if cm.ndim == 2 else cm)
-    else:
-        mask = mask.expand_as(v_pred)
-    return weight * ((v_pred - v_target) ** 2 * mask).sum(), mask.sum()
 
 
 def euler_times(steps: int, shift: float = 1.0) -> torch.Tensor:

@@ -1,53 +1,19 @@
 """An inverse-dynamics prior: the latent grids of two consecutive frames -> the action between them.
 
-Why it exists (measured on 2 CPU cores): the third default model's inverse dynamics reached action
-R^2 0.95 on point but 0.75 on arm2 (noisy held-out episodes; the bar is 0.9), and its loss was still
-falling. Inverse dynamics is a fifth of a 16-window batch, so in the default recipe's 6000 steps the
-MoT sees ~40k action pairs per embodiment. A probe on the same frozen latents - this module's conv
-net, trained alone on batches of 256 consecutive-frame pairs from the recipe's data - reaches
-held-out R^2 0.87 on arm2 after 128k pairs and 0.94 after 512k (scratch script, 90 s on 2 cores).
-Like :mod:`cosmos_robot.model.action_prior` for the policy, it is sample count that was missing.
-
-So the network carries this net (1.1 M parameters) and trains it on its own batch of transitions
-each step (``training_loss``'s ``inverse_batch``). Its estimate enters the generator as a direct
-path where an action is noisy and both frames around it are clean (inverse dynamics, labeling):
-the action token receives it as an input and the x0 head adds it (detached), so the MoT learns a
-correction on top of it.
+Inverse dynamics gets a fifth of the main batch, too few action pairs for the MoT to read arm2's
+joint motions on 2 CPU cores (docs/model.md, "Priors"); this small conv net, trained on its own
+batch of consecutive-frame pairs each step, sees enough. Its estimate enters the generator as a
+direct path where an action is noisy and both frames around it are clean (inverse dynamics,
+labeling): the action token receives it as an input and the x0 head adds it (detached), so the MoT
+learns a correction on top of it.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, fields
 
 import torch
 from torch import nn
 
 from cosmos_robot.model.action_prior import prior_loss
-
-
-@dataclass
-class TransitionBatch:
-    """Consecutive-frame pairs the inverse prior is trained on (its own batch, beside the main one).
-
-    Attributes:
-        frames: (B, 2, G*G, Cf) latent tokens of the frame an action is taken at and of the next one.
-        domain: (B,) long.
-        actions: (B, W) the normalised, padded action between them (the target).
-        action_channels: (B, W) bool, the embodiment's real action channels.
-    """
-
-    frames: torch.Tensor
-    domain: torch.Tensor
-    actions: torch.Tensor
-    action_channels: torch.Tensor
-
-    def to(self, device: torch.device) -> TransitionBatch:
-        """On ``device``."""
-        return TransitionBatch(*(getattr(self, f.name).to(device) for f in fields(self)))
-
-    def select(self, index: slice | torch.Tensor) -> TransitionBatch:
-        """A subset of the samples."""
-        return TransitionBatch(*(getattr(self, f.name)[index] for f in fields(self)))
 
 
 class InversePrior(nn.Module):

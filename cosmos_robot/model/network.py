@@ -3,125 +3,47 @@
 Reasoner (AR) tokens, in order: the embodiment's domain token, the instruction bytes, the current
 proprio state, patch tokens of the observed frame(s). Generator (DM) tokens: frame latents (T x 16),
 one token per action, one state token per frame. Every generator token carries its own flow time
-(0 for clean conditioning tokens). Velocities come out for frames, actions and states, plus a reward
-and a success logit per action. The network knows nothing about sampling (``flow.py``, ``sampler.py``).
+(0 for clean conditioning tokens). The heads predict clean values (x0) for frames, actions and
+states, from which the velocity ``(x_t - x0) / t`` the sampler integrates is derived, plus a reward
+and a success logit per action. The network knows nothing about sampling (``flow.py``, ``sampler.py``)
+nor about losses (``objective.py``).
 
-Direct paths (a departure from Cosmos 3, measured necessary on 2 CPU cores): besides attention, every
-generator token is given, by a linear map, the frame content it is most tied to. A frame token gets the
-token at the same grid cell of its anchor frame (the latest clean frame at or before it); an action
-token gets the two frames it leads from and into (flattened, with their flow times); a state token
-gets its frame. Attention can learn these look-ups, but slowly: in 2500 steps the first default model
-learned neither to copy its context frame (frame loss ~1.1, copy-last scores ~0.45) nor to read
-actions off frame pairs (ID R^2 -0.06). The action path is a small conv net over the pair's latent
-grids (:class:`MotionStem`): a linear map of the flattened pair was still ignored after 1750 steps.
-
-Two more conv paths followed, for the same reason. The second default model still generated the
-same frames for any actions (``eval fd``: delta_psnr_shuffled 0.0 dB) although its predicted states
-followed them: frames saw actions only through attention, and copying the anchor was a strong local
-optimum. :class:`DynamicsStem` now hands every frame token a conv of (its anchor grid, the actions
-taken since the anchor). And the policy had to read block, goal and pusher from one clean frame
-through attention (its action MSE stayed at the mean-action baseline): :class:`MotionStem` also sees
-the anchor of the pair, so a policy action, whose pair is still noise, reads the observed frame.
-
-Two residual heads followed the third default model (``ModelConfig.frame_residual`` and
-``action_prior``). Its imagined frames lost the pusher and rounded the block's corners already one
-step ahead (point FD PSNR h1 25.5 dB vs copy-last 26.0): the x0 head had to rebuild the whole frame
-from the residual stream, so a frame token's x0 is now its anchor token plus what the head adds.
-Its policy stayed above the mean-action MSE: policy action tokens now start from the chunk of a
-keypoint behaviour-cloning prior (:mod:`cosmos_robot.model.action_prior`), trained on its own batch.
-The fourth default model's arm2 inverse dynamics stayed at R^2 0.75, for the same reason (too few
-pairs seen): action tokens between two clean frames now start from a small inverse-dynamics net
-(:mod:`cosmos_robot.model.inverse_prior`), also trained on its own batch.
+Direct paths (a departure from Cosmos 3; why: docs/model.md): besides attention, every generator
+token is given the frame content it is most tied to. A frame token gets its anchor frame's token at
+the same grid cell (the anchor is the latest clean frame at or before it) plus a conv of the anchor
+grid and the actions since (:class:`~cosmos_robot.model.stems.DynamicsStem`); an action token gets a
+conv of the frames it leads from and into (:class:`~cosmos_robot.model.stems.MotionStem`); a state
+token gets its frame. Two small priors, each trained on its own batch, give action tokens a starting
+estimate that the action x0 head adds to: the behaviour-cloning chunk of
+:class:`~cosmos_robot.model.action_prior.ActionPrior` where a policy acts, the estimate of
+:class:`~cosmos_robot.model.inverse_prior.InversePrior` where both frames around an action are clean.
+The frame x0 head adds to the anchor token, so an untrained head copies the last frame.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
-from cosmos_robot.model.action_prior import ActionPrior
+from cosmos_robot.model.action_prior import PRIOR_CHUNK, ActionPrior
+from cosmos_robot.model.batches import GeneratorInputs, GeneratorOutputs, PriorBatch, ReasonerInputs, TransitionBatch
 from cosmos_robot.model.config import ModelConfig
-from cosmos_robot.model.inverse_prior import InversePrior, TransitionBatch
+from cosmos_robot.model.inverse_prior import InversePrior
 from cosmos_robot.model.mot import MoTBlock, ReasonerCache
 from cosmos_robot.model.rope import MRoPE, grid_positions, point_positions, temporal_positions, text_positions
+from cosmos_robot.model.stems import (
+    DomainLinear,
+    DynamicsStem,
+    MotionStem,
+    action_frame_index,
+    anchor_frame_index,
+    latent_grids,
+    pick_frames,
+)
 from cosmos_robot.model.tokenizers import ByteTokenizer, PatchStem
-
-
-@dataclass
-class ReasonerInputs:
-    """What the reasoner reads (clean, once per request).
-
-    Attributes:
-        domain: (B,) long, the embodiment's domain id.
-        text_ids: (B, Lt) long byte ids (0 = padding).
-        text_valid: (B, Lt) bool.
-        state: (B, state_width) current proprio state, normalised and zero-padded.
-        observed_frames: (B, Tc, H, W, 3) uint8, the frames seen so far.
-        observed_time: (B, Tc) seconds of the observed frames.
-    """
-
-    domain: torch.Tensor
-    text_ids: torch.Tensor
-    text_valid: torch.Tensor
-    state: torch.Tensor
-    observed_frames: torch.Tensor
-    observed_time: torch.Tensor
-
-
-@dataclass
-class GeneratorInputs:
-    """The generator's tokens at flow time t (clean ones at t = 0).
-
-    Attributes:
-        domain: (B,) long.
-        frames: (B, T, G*G, Cf) frame latent tokens x_t.
-        frame_t: (B, T) flow time of each frame.
-        frame_time: (B, T) seconds.
-        actions: (B, K, W) normalised, padded actions x_t.
-        action_t: (B, K) flow time of each action.
-        action_time: (B, K) seconds (the time of the frame each action leads into).
-        action_channels: (B, W) bool, the embodiment's real action channels.
-        states: (B, T, Sw) normalised, padded states x_t at the frame times.
-        state_t: (B, T) flow time of each state.
-        state_channels: (B, Sw) bool, the embodiment's real state channels.
-    """
-
-    domain: torch.Tensor
-    frames: torch.Tensor
-    frame_t: torch.Tensor
-    frame_time: torch.Tensor
-    actions: torch.Tensor
-    action_t: torch.Tensor
-    action_time: torch.Tensor
-    action_channels: torch.Tensor
-    states: torch.Tensor
-    state_t: torch.Tensor
-    state_channels: torch.Tensor
-
-    def replace(self, **changes: torch.Tensor) -> GeneratorInputs:
-        """A copy with some fields replaced."""
-        return GeneratorInputs(**({f.name: getattr(self, f.name) for f in fields(self)} | changes))
-
-
-@dataclass
-class GeneratorOutputs:
-    """Velocities and heads. Shapes follow :class:`GeneratorInputs`; reward and success are (B, K).
-
-    ``x0`` holds the predicted clean frames, actions and states when the model predicts x0
-    (``ModelConfig.target``); ``frames``, ``actions`` and ``states`` are then the derived velocities.
-    """
-
-    frames: torch.Tensor
-    actions: torch.Tensor
-    states: torch.Tensor
-    reward: torch.Tensor
-    success_logit: torch.Tensor
-    x0: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
-    prior: torch.Tensor | None = None
-    inverse: torch.Tensor | None = None
 
 
 @dataclass
@@ -134,45 +56,16 @@ class DirectPaths:
         states: (B, T, D) embedded frame of each state.
         anchor_frames: (B, T, G*G, Cf) each frame's anchor tokens (zeros where it has none).
         prior_actions: (B, K, W) the action prior's or the inverse prior's action per action token
-            (zeros where neither applies), or None in a model without either.
-        prior_gate: (B, K) where one of them applies, or None.
+            (zeros where neither applies).
+        prior_gate: (B, K) where one of them applies.
     """
 
     frames: torch.Tensor
     actions: torch.Tensor
     states: torch.Tensor
     anchor_frames: torch.Tensor
-    prior_actions: torch.Tensor | None = None
-    prior_gate: torch.Tensor | None = None
-
-
-@dataclass
-class PriorBatch:
-    """Demonstration windows the action prior is trained on (its own batch, beside the main one).
-
-    Attributes:
-        frames: (B, G*G, Cf) latent tokens of the observed frame.
-        state: (B, state_width) normalised, padded proprio state at that frame.
-        domain: (B,) long.
-        actions: (B, P, W) the normalised, padded actions taken from that frame on (the targets).
-        action_channels: (B, W) bool, the embodiment's real action channels.
-        action_valid: (B, P) bool, actions inside the episode.
-    """
-
-    frames: torch.Tensor
-    state: torch.Tensor
-    domain: torch.Tensor
-    actions: torch.Tensor
-    action_channels: torch.Tensor
-    action_valid: torch.Tensor
-
-    def to(self, device: torch.device) -> PriorBatch:
-        """On ``device``."""
-        return PriorBatch(*(getattr(self, f.name).to(device) for f in fields(self)))
-
-    def select(self, index: slice) -> PriorBatch:
-        """A subset of the samples."""
-        return PriorBatch(*(getattr(self, f.name)[index] for f in fields(self)))
+    prior_actions: torch.Tensor
+    prior_gate: torch.Tensor
 
 
 # Below this flow time the x0 -> velocity conversion is clamped (the sampler never goes there).
@@ -191,152 +84,6 @@ def timestep_embedding(t: torch.Tensor, dim: int, max_period: float = 10000.0) -
     freqs = torch.exp(-math.log(max_period) * torch.arange(half, device=t.device, dtype=torch.float32) / half)
     args = (t.to(torch.float32) * 1000.0)[..., None] * freqs
     return torch.cat([args.cos(), args.sin()], -1)
-
-
-def anchor_frame_index(frame_t: torch.Tensor) -> torch.Tensor:
-    """(B, T) index of the latest clean frame (t = 0) at or before each frame; -1 where there is none.
-
-    >>> anchor_frame_index(torch.tensor([[0.0, 0.5, 0.5, 0.0, 0.7], [0.3, 0.0, 0.2, 0.2, 0.2]])).tolist()
-    [[0, 0, 0, 3, 3], [-1, 1, 1, 1, 1]]
-    """
-    index = torch.arange(frame_t.shape[1], device=frame_t.device).expand_as(frame_t)
-    return torch.where(frame_t == 0, index, -1).cummax(dim=1).values
-
-
-def action_frame_index(frame_time: torch.Tensor, action_time: torch.Tensor) -> torch.Tensor:
-    """(B, K) index of the frame each action leads into: the first frame stamped at or after it (>= 1).
-
-    >>> action_frame_index(torch.tensor([[0.0, 0.1, 0.2]]), torch.tensor([[0.05, 0.1, 0.15, 0.2]])).tolist()
-    [[1, 1, 2, 2]]
-    """
-    into = torch.searchsorted(frame_time.contiguous(), action_time.contiguous() - 1e-6)
-    return into.clamp(1, frame_time.shape[1] - 1)
-
-
-def latent_grids(frames: torch.Tensor, config: ModelConfig) -> torch.Tensor:
-    """Frame tokens (B, T, G*G, C*p*p) -> the autoencoder's latent grids (B, T, C, G*p, G*p)."""
-    b, t = frames.shape[:2]
-    g, p, c = config.latent_grid, config.patch_merge, config.latent_channels
-    return frames.reshape(b, t, g, g, c, p, p).permute(0, 1, 4, 2, 5, 3, 6).reshape(b, t, c, g * p, g * p)
-
-
-def pick_frames(grids: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """grids (B, T, C, H, W), index (B, K) with -1 for "none" -> (B, K, C, H, W), zeros where -1."""
-    b, k = index.shape
-    picked = grids.gather(1, index.clamp_min(0)[..., None, None, None].expand(b, k, *grids.shape[2:]))
-    return picked * (index >= 0)[..., None, None, None].to(grids.dtype)
-
-
-class MotionStem(nn.Module):
-    """What an action token sees of the frames around it: a small conv net over their latent grids.
-
-    The frame tokens are un-merged to the autoencoder's (C, 8, 8) latent grid; the pair the action
-    spans (the frame it leads from and the one it leads into) and the pair's anchor (the latest clean
-    frame at or before the first, zeros if none) are stacked with their flow times and the anchor's
-    distance in frames as constant channels, and run through two 3x3 convolutions. Measured on
-    frame-latent pairs of PushBlock (same data, same samples seen): this conv probe reaches action
-    R^2 0.71 after 12.8k pairs and 0.92 after 51k, where an MLP on the flattened tokens is at 0.15 and
-    0.67 - translation equivariance is what makes "where did the pusher move" cheap to learn. The
-    anchor is what a policy action reads: in policy mode its pair is still noise.
-    """
-
-    def __init__(self, config: ModelConfig, d_out: int, width: int = 64) -> None:
-        super().__init__()
-        self.config = config
-        side = config.latent_grid * config.patch_merge
-        self.net = nn.Sequential(
-            nn.Conv2d(3 * config.latent_channels + 3, width, 3, padding=1),
-            nn.GELU(approximate="tanh"),
-            nn.Conv2d(width, width, 3, padding=1),
-            nn.GELU(approximate="tanh"),
-            nn.Flatten(),
-            nn.Linear(width * side * side, d_out),
-        )
-
-    def forward(
-        self, grids: torch.Tensor, frame_t: torch.Tensor, anchors: torch.Tensor, into: torch.Tensor
-    ) -> torch.Tensor:
-        """grids (B, T, C, H, W) from :func:`latent_grids`, frame_t (B, T), anchors (B, T) from
-        :func:`anchor_frame_index`, into (B, K) from :func:`action_frame_index` -> (B, K, d_out)."""
-        b, t = frame_t.shape
-        k, side = into.shape[1], grids.shape[-1]
-        anchor = anchors.gather(1, into - 1)
-        before, after = pick_frames(grids, into - 1), pick_frames(grids, into)
-        scalars = torch.stack(
-            [frame_t.gather(1, into - 1), frame_t.gather(1, into), (into - 1 - anchor).clamp_max(t) / t], -1
-        )
-        scalars = scalars[..., None, None].expand(b, k, 3, side, side).to(grids.dtype)
-        x = torch.cat([pick_frames(grids, anchor), before, after, scalars], 2).flatten(0, 1)
-        return self.net(x).view(b, k, -1)
-
-
-class DynamicsStem(nn.Module):
-    """What a frame token sees of the actions that produce it: a conv over (anchor grid, actions since).
-
-    For frame j with anchor a (the latest clean frame at or before it), the actions leading into
-    frames a+1..j are embedded per embodiment, summed (velocity commands: the sum is the
-    displacement), and broadcast over the anchor's latent grid with their mean flow time, the frame's
-    flow time and the distance j - a. Three 3x3 convolutions (receptive field: the 2 latent cells a
-    pusher moves in 4 steps, and more) end in a p x p strided conv onto the generator's token grid.
-    The last conv starts at zero, so the path opens only as far as the loss asks.
-    """
-
-    def __init__(self, config: ModelConfig, d_out: int, width: int = 64, action_features: int = 16) -> None:
-        super().__init__()
-        self.config = config
-        self.action_embed = DomainLinear(config.num_domains, config.action_width, action_features)
-        p = config.patch_merge
-        self.net = nn.Sequential(
-            nn.Conv2d(config.latent_channels + action_features + 3, width, 3, padding=1),
-            nn.GELU(approximate="tanh"),
-            nn.Conv2d(width, width, 3, padding=1),
-            nn.GELU(approximate="tanh"),
-            nn.Conv2d(width, width, 3, padding=1),
-            nn.GELU(approximate="tanh"),
-            nn.Conv2d(width, d_out, p, stride=p),
-        )
-        nn.init.zeros_(self.net[-1].weight)
-        nn.init.zeros_(self.net[-1].bias)
-
-    def forward(
-        self, inputs: GeneratorInputs, grids: torch.Tensor, anchor: torch.Tensor, into: torch.Tensor
-    ) -> torch.Tensor:
-        """grids, anchor (B, T) and into (B, K) as for :class:`MotionStem` -> (B, T*G*G, d_out), in the
-        order of the frame tokens."""
-        frame_t = inputs.frame_t
-        b, t = frame_t.shape
-        frame_index = torch.arange(t, device=frame_t.device)
-        # since[b, j, k]: action k leads into a frame after frame j's anchor and at or before frame j.
-        since = (into[:, None, :] > anchor[:, :, None]) & (into[:, None, :] <= frame_index[None, :, None])
-        since = since.to(grids.dtype)
-        embedded = self.action_embed(inputs.actions * inputs.action_channels[:, None], inputs.domain)
-        summed = torch.einsum("bjk,bkf->bjf", since, embedded)
-        count = since.sum(-1).clamp_min(1.0)
-        action_t = torch.einsum("bjk,bk->bj", since, inputs.action_t.to(grids.dtype)) / count
-        scalars = torch.cat(
-            [summed, torch.stack([action_t, frame_t.to(grids.dtype), (frame_index - anchor).clamp_max(t) / t], -1)], -1
-        )
-        side = grids.shape[-1]
-        x = torch.cat([pick_frames(grids, anchor), scalars[..., None, None].expand(-1, -1, -1, side, side)], 2)
-        out = self.net(x.flatten(0, 1))  # (B*T, d, G, G)
-        return out.flatten(2).transpose(1, 2).reshape(b, t * out.shape[-1] * out.shape[-2], -1)
-
-
-class DomainLinear(nn.Module):
-    """One weight matrix per embodiment (domain-aware projection of the shared action space)."""
-
-    def __init__(self, num_domains: int, d_in: int, d_out: int, zero_init: bool = False) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.empty(num_domains, d_in, d_out))
-        self.bias = nn.Parameter(torch.zeros(num_domains, d_out))
-        if zero_init:
-            nn.init.zeros_(self.weight)
-        else:
-            nn.init.normal_(self.weight, std=1.0 / math.sqrt(d_in))
-
-    def forward(self, x: torch.Tensor, domain: torch.Tensor) -> torch.Tensor:
-        """x (B, N, d_in), domain (B,) -> (B, N, d_out)."""
-        return torch.einsum("bni,bio->bno", x, self.weight[domain]) + self.bias[domain][:, None]
 
 
 class WorldActionNetwork(nn.Module):
@@ -360,21 +107,14 @@ class WorldActionNetwork(nn.Module):
         self.frame_actions_in = DynamicsStem(config, d)
         self.state_frame_in = nn.Linear(frame_flat + 1, d)
         self.action_in = DomainLinear(config.num_domains, config.action_width, d)
-        if config.action_prior:
-            self.action_prior = ActionPrior(
-                config.latent_channels,
-                config.state_width,
-                config.action_width,
-                config.action_prior,
-                config.num_domains,
-                state_frequencies=config.prior_state_frequencies,
-            )
-        if config.inverse_prior:
-            self.inverse_prior = InversePrior(
-                config.latent_channels, config.latent_grid * config.patch_merge, config.action_width, config.num_domains
-            )
-        if config.action_prior or config.inverse_prior:
-            self.prior_in = DomainLinear(config.num_domains, config.action_width, d)
+        self.action_prior = ActionPrior(
+            config.latent_channels, config.state_width, config.action_width, PRIOR_CHUNK, config.num_domains
+        )
+        self.inverse_prior = InversePrior(
+            config.latent_channels, config.latent_grid * config.patch_merge, config.action_width, config.num_domains
+        )
+        # One input projection for both priors' estimates: their gates are disjoint.
+        self.prior_in = DomainLinear(config.num_domains, config.action_width, d)
         self.state_in = nn.Linear(config.state_width, d)
         self.modality = nn.Parameter(torch.zeros(3, d))  # frame, action, state
         nn.init.normal_(self.modality, std=0.02)
@@ -459,16 +199,12 @@ class WorldActionNetwork(nn.Module):
         flat = torch.cat([frames.flatten(2), frame_t[..., None]], -1)  # (B, T, GG*Cf + 1)
         motion = self.action_frames_in(grids, inputs.frame_t, latest, into)
         frame_path = self.frame_anchor_in(anchor.flatten(1, 2)) + self.frame_actions_in(inputs, grids, latest, into)
-        paths = DirectPaths(frame_path, motion, self.state_frame_in(flat), anchor)
-        if self.config.action_prior:
-            paths.prior_actions, paths.prior_gate = self._prior_actions(inputs, grids, into)
-        if self.config.inverse_prior:
-            inverse, gate = self._inverse_actions(inputs, grids, into)
-            if paths.prior_actions is None:
-                paths.prior_actions, paths.prior_gate = inverse, gate
-            else:  # the two gates are disjoint: a policy action's frames are noisy, an inverse one's clean
-                paths.prior_actions, paths.prior_gate = paths.prior_actions + inverse, paths.prior_gate | gate
-        return paths
+        policy, policy_gate = self._prior_actions(inputs, grids, into)
+        inverse, inverse_gate = self._inverse_actions(inputs, grids, into)
+        # The two gates are disjoint: a policy action's frames are noisy, an inverse-dynamics one's clean.
+        return DirectPaths(
+            frame_path, motion, self.state_frame_in(flat), anchor, policy + inverse, policy_gate | inverse_gate
+        )
 
     def _inverse_actions(
         self, inputs: GeneratorInputs, grids: torch.Tensor, into: torch.Tensor
@@ -505,7 +241,7 @@ class WorldActionNetwork(nn.Module):
             & (inputs.action_t > 0)
             & noisy.gather(1, into)
             & (row >= 0)
-            & (row < self.config.action_prior)
+            & (row < PRIOR_CHUNK)
         )
         if not gate.any():  # forward or inverse dynamics (the env step, labeling): skip the prior's net
             return torch.zeros_like(inputs.actions), gate
@@ -513,7 +249,7 @@ class WorldActionNetwork(nn.Module):
         state = inputs.states[rows, source] * inputs.state_channels
         with torch.no_grad():
             chunk = self.action_prior(grids[rows, source], state, inputs.domain)  # (B, P, W)
-        picked = chunk.gather(1, row.clamp(0, self.config.action_prior - 1)[..., None].expand(-1, -1, chunk.shape[-1]))
+        picked = chunk.gather(1, row.clamp(0, PRIOR_CHUNK - 1)[..., None].expand(-1, -1, chunk.shape[-1]))
         return picked * (gate[..., None] & inputs.action_channels[:, None]).to(picked.dtype), gate
 
     def prior(self, batch: PriorBatch) -> torch.Tensor:
@@ -533,9 +269,8 @@ class WorldActionNetwork(nn.Module):
         frames = self.frame_in(inputs.frames.flatten(1, 2)) + paths.frames + self.modality[0]  # (B, T*GG, D)
         actions = self.action_in(inputs.actions * inputs.action_channels[:, None], inputs.domain)
         actions = actions + paths.actions + self.modality[1]
-        if paths.prior_actions is not None:
-            gate = paths.prior_gate[..., None].to(actions.dtype)
-            actions = actions + self.prior_in(paths.prior_actions, inputs.domain) * gate
+        gate = paths.prior_gate[..., None].to(actions.dtype)
+        actions = actions + self.prior_in(paths.prior_actions, inputs.domain) * gate
         states = self.state_in(inputs.states * inputs.state_channels[:, None]) + paths.states + self.modality[2]
         tokens = torch.cat([frames, actions, states], 1)
         gg = self.config.tokens_per_frame
@@ -575,39 +310,19 @@ class WorldActionNetwork(nn.Module):
             dm = block.generator_step(dm, modulation, rope, k, v, cache.key_valid)
         return self._heads(dm, inputs, paths)
 
-    def forward(
-        self,
-        reasoner: ReasonerInputs,
-        generator: GeneratorInputs,
-        joint: bool = False,
-        prior_batch: PriorBatch | None = None,
-        inverse_batch: TransitionBatch | None = None,
-    ) -> GeneratorOutputs:
+    def forward(self, reasoner: ReasonerInputs, generator: GeneratorInputs, joint: bool = False) -> GeneratorOutputs:
         """Full pass. ``joint=True`` runs each block as ONE attention over ``[AR ; DM]`` (the reference
-        the cached path is tested against); otherwise the reasoner runs first, then the generator.
-        With ``prior_batch`` the outputs also hold the action prior's chunk for it (``prior``): its
-        loss is computed inside ``forward`` so data-parallel training sees every parameter used.
-        Likewise ``inverse_batch`` and the inverse prior's action for it (``inverse``)."""
+        the cached path is tested against); otherwise the reasoner runs first, then the generator."""
         if not joint:
-            out = self.generate_step(self.encode_reasoner(reasoner), generator)
-        else:
-            reasoner = self.trim_text(reasoner)
-            ar, valid = self.embed_reasoner(reasoner)
-            ar_rope = self.rope(self.reasoner_positions(reasoner))
-            dm, modulation, paths = self.embed_generator(generator)
-            dm_rope = self.rope(self.generator_positions(generator))
-            for block in self.blocks:
-                ar, dm = block.forward_joint(ar, dm, modulation, ar_rope, dm_rope, valid)
-            out = self._heads(dm, generator, paths)
-        if prior_batch is not None:
-            if not self.config.action_prior:
-                raise ValueError("prior_batch was given but the model has no action prior (action_prior=0)")
-            out.prior = self.prior(prior_batch)
-        if inverse_batch is not None:
-            if not self.config.inverse_prior:
-                raise ValueError("inverse_batch was given but the model has no inverse prior (inverse_prior=false)")
-            out.inverse = self.inverse(inverse_batch)
-        return out
+            return self.generate_step(self.encode_reasoner(reasoner), generator)
+        reasoner = self.trim_text(reasoner)
+        ar, valid = self.embed_reasoner(reasoner)
+        ar_rope = self.rope(self.reasoner_positions(reasoner))
+        dm, modulation, paths = self.embed_generator(generator)
+        dm_rope = self.rope(self.generator_positions(generator))
+        for block in self.blocks:
+            ar, dm = block.forward_joint(ar, dm, modulation, ar_rope, dm_rope, valid)
+        return self._heads(dm, generator, paths)
 
     def _heads(self, dm: torch.Tensor, inputs: GeneratorInputs, paths: DirectPaths) -> GeneratorOutputs:
         b, t, gg, cf = inputs.frames.shape
@@ -617,16 +332,13 @@ class WorldActionNetwork(nn.Module):
         frames = self.frame_out(frame_h).view(b, t, gg, cf)
         actions = self.action_out(action_h, inputs.domain) * inputs.action_channels[:, None]
         states = self.state_out(state_h) * inputs.state_channels[:, None]
-        x0 = None
-        if self.config.target == "x0":
-            if self.config.frame_residual:
-                frames = frames + paths.anchor_frames
-            if paths.prior_actions is not None:
-                actions = actions + paths.prior_actions
-            x0 = (frames, actions, states)
-            frames = velocity_from_x0(inputs.frames, frames, inputs.frame_t)
-            actions = velocity_from_x0(inputs.actions, actions, inputs.action_t) * inputs.action_channels[:, None]
-            states = velocity_from_x0(inputs.states, states, inputs.state_t) * inputs.state_channels[:, None]
+        # The heads predict clean values on top of the direct paths' starting points.
+        frames = frames + paths.anchor_frames
+        actions = actions + paths.prior_actions
+        x0 = (frames, actions, states)
+        frames = velocity_from_x0(inputs.frames, frames, inputs.frame_t)
+        actions = velocity_from_x0(inputs.actions, actions, inputs.action_t) * inputs.action_channels[:, None]
+        states = velocity_from_x0(inputs.states, states, inputs.state_t) * inputs.state_channels[:, None]
         return GeneratorOutputs(
             frames=frames,
             actions=actions,
@@ -635,40 +347,3 @@ class WorldActionNetwork(nn.Module):
             success_logit=self.success_head(action_h).squeeze(-1),
             x0=x0,
         )
-
-    # -- reporting --------------------------------------------------------------------------------------
-    def describe(self, num_frames: int = 4, num_actions: int = 3, context_frames: int = 1) -> dict[str, float]:
-        """Parameters per tower and FLOPs of one forward (and of one cached generator step) for a window."""
-        c = self.config
-
-        def count(modules) -> int:
-            return sum(p.numel() for m in modules for p in m.parameters())
-
-        reasoner = count(b.reasoner for b in self.blocks)
-        generator = (
-            count(b.generator for b in self.blocks)
-            + sum(b.modulation_table.numel() for b in self.blocks)
-            + count([self.time_mlp, self.time_modulation])
-        )
-        la = 1 + c.max_text_len + 1 + context_frames * c.understanding_grid**2
-        ld = num_frames * c.tokens_per_frame + num_actions + num_frames
-
-        def per_layer_linear(tokens: int, tower: nn.Module) -> float:
-            return 2.0 * tokens * sum(m.weight.numel() for m in tower.modules() if isinstance(m, nn.Linear))
-
-        tower_r, tower_g = self.blocks[0].reasoner, self.blocks[0].generator
-        attn_ar = 4 * la * la * c.d_model / 2  # causal: half the score matrix
-        attn_dm = 4 * ld * (la + ld) * c.d_model
-        modulation = 2 * ld * self.time_modulation[1].weight.numel()  # once per step, all blocks
-        reasoner_flops = c.num_layers * (per_layer_linear(la, tower_r) + attn_ar)
-        generator_flops = c.num_layers * (per_layer_linear(ld, tower_g) + attn_dm) + modulation
-        return {
-            "params_total": float(sum(p.numel() for p in self.parameters())),
-            "params_reasoner_tower": float(reasoner),
-            "params_generator_tower": float(generator),
-            "reasoner_tokens": float(la),
-            "generator_tokens": float(ld),
-            "flops_reasoner": float(reasoner_flops),
-            "flops_generator_step": float(generator_flops),
-            "flops_forward": float(reasoner_flops + generator_flops),
-        }

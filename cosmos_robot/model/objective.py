@@ -4,8 +4,10 @@ Each sample of a batch has its own mode (a plan from ``plan.make_plan``). Frames
 independent flow times (UWM-style), so one network learns forward dynamics, inverse dynamics, the
 policy and their marginals. Clean conditioning tokens have t = 0 and no loss; padded action and
 state channels get no noise and no loss; actions weigh ``action_loss_weight`` (Cosmos 3: 10).
-With ``ModelConfig.target == "x0"`` the loss is the squared error of the predicted clean values
-(the velocity loss weighted by t^2); with ``"velocity"`` it is the velocity error (Cosmos 3).
+The loss is the squared error of the predicted clean values (x0), i.e. the velocity loss of
+Cosmos 3 weighted by t^2: it weighs high noise levels, where the conditioning must carry the
+information, and on 2 CPU cores it is what lets inverse dynamics learn within the budget.
+The two priors of the network add their own regression losses on their own batches.
 
 The loss is a mean over samples of per-sample means, and the noise is drawn for a whole batch by
 :func:`draw_noise`: a data-parallel rank can then draw the global batch's noise and keep its slice,
@@ -14,20 +16,29 @@ and its gradients average to exactly the single-process gradient.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F  # noqa: N812
+from torch import nn
 
 from cosmos_robot.model.action_prior import prior_loss
-from cosmos_robot.model.flow import add_noise, sample_time, velocity_target
-from cosmos_robot.model.inverse_prior import TransitionBatch, inverse_loss
-from cosmos_robot.model.network import GeneratorInputs, PriorBatch, ReasonerInputs, WorldActionNetwork
+from cosmos_robot.model.batches import (
+    GeneratorInputs,
+    GeneratorOutputs,
+    PriorBatch,
+    ReasonerInputs,
+    TensorBatch,
+    TransitionBatch,
+)
+from cosmos_robot.model.flow import add_noise, sample_time
+from cosmos_robot.model.inverse_prior import inverse_loss
+from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.plan import Mode, Plan, make_plan
 
 
 @dataclass
-class BatchPlan:
+class BatchPlan(TensorBatch):
     """Per-sample noisy flags: frames (B, T), actions (B, K), states (B, T)."""
 
     frames: torch.Tensor
@@ -40,13 +51,9 @@ class BatchPlan:
         plans: list[Plan] = [make_plan(m, num_frames, num_actions, context_frames) for m in modes]
         return cls(*(torch.stack([getattr(p, name) for p in plans]) for name in ("frames", "actions", "states")))
 
-    def select(self, index: torch.Tensor | slice) -> BatchPlan:
-        """The plan of a subset of samples."""
-        return BatchPlan(self.frames[index], self.actions[index], self.states[index])
-
 
 @dataclass
-class FlowNoise:
+class FlowNoise(TensorBatch):
     """Noise and flow times of a batch: eps per modality, one time per sample for frames and for actions."""
 
     frames: torch.Tensor
@@ -54,10 +61,6 @@ class FlowNoise:
     states: torch.Tensor
     t_frames: torch.Tensor  # (B, 1)
     t_actions: torch.Tensor  # (B, 1)
-
-    def select(self, index: torch.Tensor | slice) -> FlowNoise:
-        """The noise of a subset of samples."""
-        return FlowNoise(*(getattr(self, f.name)[index] for f in fields(self)))
 
 
 def draw_noise(clean: GeneratorInputs, generator: torch.Generator | None = None, shift: float = 1.0) -> FlowNoise:
@@ -91,6 +94,32 @@ class LossTerms:
     inverse: float = 0.0
 
 
+class TrainingModule(nn.Module):
+    """The network and its two priors' regression outputs in one ``forward``.
+
+    The priors train on their own batches; computing them inside one forward is what lets
+    data-parallel training (DDP wraps this module) see every parameter used in every step.
+    """
+
+    def __init__(self, network: WorldActionNetwork) -> None:
+        super().__init__()
+        self.network = network
+
+    def forward(
+        self,
+        reasoner: ReasonerInputs,
+        noisy: GeneratorInputs,
+        prior_batch: PriorBatch | None = None,
+        inverse_batch: TransitionBatch | None = None,
+    ) -> tuple[GeneratorOutputs, torch.Tensor | None, torch.Tensor | None]:
+        """(network outputs, the action prior's chunk for ``prior_batch``, the inverse prior's action
+        for ``inverse_batch``); a prior without its batch gives None."""
+        out = self.network(reasoner, noisy)
+        prior = None if prior_batch is None else self.network.prior(prior_batch)
+        inverse = None if inverse_batch is None else self.network.inverse(inverse_batch)
+        return out, prior, inverse
+
+
 def _sse(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-sample (sum of masked squared errors, count); tensors (B, N, C), mask broadcastable."""
     mask = mask.to(pred.dtype).expand_as(pred)
@@ -98,7 +127,7 @@ def _sse(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> tuple[
 
 
 def training_loss(
-    network: WorldActionNetwork,
+    model: WorldActionNetwork | nn.Module,
     reasoner: ReasonerInputs,
     clean: GeneratorInputs,
     plan: BatchPlan,
@@ -111,7 +140,7 @@ def training_loss(
     """Noise the planned tokens, predict velocities, and return the weighted flow loss plus head losses.
 
     Args:
-        network: the world-action network.
+        model: the world-action network, or its :class:`TrainingModule` (wrapped by DDP or not).
         reasoner: clean reasoner inputs.
         clean: generator inputs holding clean values (their ``*_t`` fields are ignored).
         plan: which tokens each sample generates.
@@ -134,21 +163,17 @@ def training_loss(
         states=add_noise(clean.states, noise.states, t_state[..., None]),
         state_t=t_state,
     )
-    extra = {"prior_batch": prior_batch, "inverse_batch": inverse_batch}
-    out = network(reasoner, noisy, **{k: v for k, v in extra.items() if v is not None})
+    if isinstance(model, WorldActionNetwork):
+        model = TrainingModule(model)
+    out, prior, inverse = model(reasoner, noisy, prior_batch, inverse_batch)
 
     frame_mask = plan.frames[..., None, None]
     action_mask = plan.actions[..., None] & clean.action_channels[:, None]
     state_mask = plan.states[..., None] & clean.state_channels[:, None]
-    if out.x0 is not None:  # x0-predicting heads: the loss is the error of the clean values
-        sse_f, n_f = _sse(out.x0[0], clean.frames, frame_mask)
-        sse_a, n_a = _sse(out.x0[1], clean.actions, action_mask)
-        sse_s, n_s = _sse(out.x0[2], clean.states, state_mask)
-    else:
-        sse_f, n_f = _sse(out.frames, velocity_target(clean.frames, noise.frames), frame_mask)
-        sse_a, n_a = _sse(out.actions, velocity_target(clean.actions, noise.actions), action_mask)
-        sse_s, n_s = _sse(out.states, velocity_target(clean.states, noise.states), state_mask)
-    weight = getattr(network, "module", network).config.action_loss_weight  # DDP wraps the network
+    sse_f, n_f = _sse(out.x0[0], clean.frames, frame_mask)
+    sse_a, n_a = _sse(out.x0[1], clean.actions, action_mask)
+    sse_s, n_s = _sse(out.x0[2], clean.states, state_mask)
+    weight = getattr(model, "module", model).network.config.action_loss_weight  # DDP wraps the module
     # Each modality is averaged over its own noisy elements, then actions are weighted: normalising by
     # the joint count would drown a sample's 8 action values among its 2048 frame values.
     per_sample = sse_f / n_f.clamp_min(1.0) + weight * sse_a / n_a.clamp_min(1.0) + sse_s / n_s.clamp_min(1.0)
@@ -164,11 +189,11 @@ def training_loss(
 
     prior_term = torch.zeros((), device=total.device)
     if prior_batch is not None:
-        prior_term = prior_loss(out.prior, prior_batch.actions, prior_batch.action_channels, prior_batch.action_valid)
+        prior_term = prior_loss(prior, prior_batch.actions, prior_batch.action_channels, prior_batch.action_valid)
         total = total + prior_term
     inverse_term = torch.zeros((), device=total.device)
     if inverse_batch is not None:
-        inverse_term = inverse_loss(out.inverse, inverse_batch.actions, inverse_batch.action_channels)
+        inverse_term = inverse_loss(inverse, inverse_batch.actions, inverse_batch.action_channels)
         total = total + inverse_term
 
     def mean(sse: torch.Tensor, n: torch.Tensor) -> float:

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
+from cosmos_robot.model.batches import GeneratorInputs, GeneratorOutputs, ReasonerInputs
 from cosmos_robot.model.flow import classifier_free_guidance, euler_sample
-from cosmos_robot.model.network import GeneratorInputs, GeneratorOutputs, ReasonerInputs, WorldActionNetwork
+from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.plan import Plan
 
 
