@@ -36,7 +36,6 @@ from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, TrainingModule, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 from cosmos_robot.model.tokenizers import FrameAutoencoder
-from cosmos_robot.processor import EmbodimentEntry
 
 MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
 
@@ -242,10 +241,7 @@ class Trainer:
 
     def checkpoint(self) -> Checkpoint:
         """The current EMA model as a checkpoint (with the state needed to resume)."""
-        entries = {
-            name: EmbodimentEntry(d.embodiment, d.action_norm, d.state_norm, self.data.tasks[name])
-            for name, d in self.data.data.items()
-        }
+        entries = dict(self.data.processor.entries)
         window = {
             "num_frames": self.config.num_frames,
             "context_frames": self.config.context_frames,

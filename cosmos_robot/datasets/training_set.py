@@ -14,13 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from cosmos_robot.actions import Embodiment, QuantileNormalizer, get_embodiment, pad_to_shared
+from cosmos_robot.actions import Embodiment, QuantileNormalizer, get_embodiment
 from cosmos_robot.datasets.episodes import EpisodeArrays
 from cosmos_robot.datasets.windows import TimeAlignedWindows, WindowSpec, open_episodes
 from cosmos_robot.keys import ACTION, OBS_STATE
 from cosmos_robot.model.batches import GeneratorInputs, PriorBatch, ReasonerInputs, TransitionBatch
 from cosmos_robot.model.config import ModelConfig
-from cosmos_robot.model.tokenizers import ByteTokenizer, FrameAutoencoder
+from cosmos_robot.model.tokenizers import FrameAutoencoder
+from cosmos_robot.processor import EmbodimentEntry, Processor
 
 LATENTS = "latents"
 
@@ -73,13 +74,16 @@ def _take(episodes: EpisodeArrays, which: np.ndarray) -> EpisodeArrays:
 
 @dataclass
 class EmbodimentData:
-    """One embodiment's train and held-out windows plus its normalisers."""
+    """One embodiment's train and held-out windows plus its entry of the processor."""
 
-    embodiment: Embodiment
-    action_norm: QuantileNormalizer
-    state_norm: QuantileNormalizer
+    entry: EmbodimentEntry
     train: TimeAlignedWindows
     val: TimeAlignedWindows
+
+    @property
+    def embodiment(self) -> Embodiment:
+        """The embodiment's declaration."""
+        return self.entry.embodiment
 
 
 @dataclass
@@ -173,14 +177,18 @@ class TrainingSet:
                 split.data[LATENTS] = torch.cat(
                     [autoencoder.frames_to_tokens(frames[i : i + batch]) for i in range(0, len(frames), batch)]
                 ).numpy()
-            embodiment = get_embodiment(name)
-            self.data[name] = EmbodimentData(
-                embodiment=embodiment,
+            entry = EmbodimentEntry(
+                embodiment=get_embodiment(name),
                 action_norm=QuantileNormalizer.fit(train.data[ACTION], name),
                 state_norm=QuantileNormalizer.fit(train.data[OBS_STATE], name),
+                task=self.tasks[name],
+            )
+            self.data[name] = EmbodimentData(
+                entry=entry,
                 train=TimeAlignedWindows(train, self.spec, extra_frame_keys=(LATENTS,)),
                 val=TimeAlignedWindows(val, self.spec, extra_frame_keys=(LATENTS,)),
             )
+        self.processor = Processor(self.config, {name: d.entry for name, d in self.data.items()})
 
     def draw(self, batch_size: int, generator: torch.Generator, split: str = "train") -> list[tuple[str, int]]:
         """(embodiment, window index) for a batch, embodiments in proportion to their windows."""
@@ -220,9 +228,9 @@ class TrainingSet:
             parts.append(
                 PriorBatch(
                     frames=torch.stack([w[LATENTS][0] for w in items]),
-                    state=torch.from_numpy(pad_to_shared(d.state_norm.normalize(states), c.state_width, name)[0]),
+                    state=torch.from_numpy(self.processor.states_in(name, states)),
                     domain=torch.full((n,), d.embodiment.domain_id),
-                    actions=torch.from_numpy(pad_to_shared(d.action_norm.normalize(actions), c.action_width, name)[0]),
+                    actions=torch.from_numpy(self.processor.actions_in(name, actions)),
                     action_channels=(torch.arange(c.action_width) < d.embodiment.action_dim).expand(n, -1),
                     action_valid=torch.stack([~w["action_is_pad"][:chunk] for w in items]),
                 )
@@ -251,7 +259,7 @@ class TrainingSet:
             raw = np.asarray(episodes.data[ACTION][:])[rows]
             latents.append(torch.from_numpy(np.asarray(episodes.data[LATENTS])))
             first.append(torch.from_numpy(rows + offset))
-            actions.append(torch.from_numpy(pad_to_shared(d.action_norm.normalize(raw), c.action_width, name)[0]))
+            actions.append(torch.from_numpy(self.processor.actions_in(name, raw)))
             domain.append(torch.full((len(rows),), d.embodiment.domain_id))
             channels.append((torch.arange(c.action_width) < d.embodiment.action_dim).expand(len(rows), -1))
             offset += int(ends[-1]) if len(ends) else 0
@@ -264,53 +272,38 @@ class TrainingSet:
         return table
 
     def collate(self, picks: list[tuple[str, int]], split: str = "train", context_frames: int = 1) -> Batch:
-        """Model inputs of the picked windows (normalised, padded)."""
-        c = self.config
-        items = [(self.data[name], getattr(self.data[name], split)[i]) for name, i in picks]
+        """Model inputs of the picked windows, built by the same :class:`Processor` that serves the model."""
+        names = [name for name, _ in picks]
+        windows = [getattr(self.data[name], split)[i] for name, i in picks]
         states = torch.stack(
             [
-                torch.from_numpy(
-                    pad_to_shared(d.state_norm.normalize(w["states"].numpy()), c.state_width, d.embodiment.name)[0]
-                )
-                for d, w in items
+                torch.from_numpy(self.processor.states_in(n, w["states"].numpy()))
+                for n, w in zip(names, windows, strict=True)
             ]
         )
         actions = torch.stack(
             [
-                torch.from_numpy(
-                    pad_to_shared(d.action_norm.normalize(w["actions"].numpy()), c.action_width, d.embodiment.name)[0]
-                )
-                for d, w in items
+                torch.from_numpy(self.processor.actions_in(n, w["actions"].numpy()))
+                for n, w in zip(names, windows, strict=True)
             ]
         )
-        action_channels = torch.stack([torch.arange(c.action_width) < d.embodiment.action_dim for d, _ in items])
-        state_channels = torch.stack([torch.arange(c.state_width) < d.embodiment.state_dim for d, _ in items])
-        domain = torch.tensor([d.embodiment.domain_id for d, _ in items])
-        text_ids, text_valid = ByteTokenizer().encode([w["task"] for _, w in items], c.max_text_len)
-        frame_time = torch.stack([w["frame_time"] for _, w in items])
-        frames = torch.stack([w["frames"] for _, w in items])
-        b = len(items)
-        reasoner = ReasonerInputs(
-            domain,
-            text_ids,
-            text_valid,
-            states[:, context_frames - 1],
+        frame_time = torch.stack([w["frame_time"] for w in windows])
+        frames = torch.stack([w["frames"] for w in windows])
+        reasoner = self.processor.reasoner_inputs(
+            names,
             frames[:, :context_frames],
             frame_time[:, :context_frames],
+            states[:, context_frames - 1],
+            [w["task"] for w in windows],
         )
-        clean = GeneratorInputs(
-            domain=domain,
-            frames=torch.stack([w[LATENTS] for _, w in items]),
-            frame_t=torch.zeros(b, frames.shape[1]),
-            frame_time=frame_time,
-            actions=actions,
-            action_t=torch.zeros(actions.shape[:2]),
-            action_time=torch.stack([w["action_time"] for _, w in items]),
-            action_channels=action_channels,
-            states=states,
-            state_t=torch.zeros(states.shape[:2]),
-            state_channels=state_channels,
+        clean = self.processor.generator_inputs(
+            names,
+            torch.stack([w[LATENTS] for w in windows]),
+            frame_time,
+            actions,
+            torch.stack([w["action_time"] for w in windows]),
+            states,
         )
-        rewards = torch.stack([w["rewards"] for _, w in items])
-        successes = torch.stack([w["successes"] for _, w in items])
+        rewards = torch.stack([w["rewards"] for w in windows])
+        successes = torch.stack([w["successes"] for w in windows])
         return Batch(reasoner, clean, rewards, successes)
