@@ -65,7 +65,7 @@ def main() -> None:
         for size in (64, 480):
             frame = np.random.default_rng(0).integers(0, 255, (size, size * 4 // 3 if size > 64 else size, 3), np.uint8)
             backend = Cosmos3Backend(
-                pipeline, stats, image_size=size, num_inference_steps=args.steps, instructions={"point": "push the block"}
+                pipeline, stats, image_size=size, num_inference_steps=args.steps, instructions={"point": "push"}
             )
             calls = {
                 "policy": lambda b=backend, f=frame: b.policy(f, "point"),

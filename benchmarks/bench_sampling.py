@@ -22,6 +22,7 @@ import torch
 
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.example_inputs import example_inputs
+from cosmos_robot.model.flops import describe_network
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.plan import Mode, make_plan
 from cosmos_robot.model.sampler import sample_plan
@@ -75,7 +76,7 @@ def main() -> None:
             cached, uncached = time_pair_ms(functools.partial(run, True), functools.partial(run, False), repeats)
             results[f"{name}/{steps}"] = {"cached_ms": cached, "recompute_ms": uncached, "speedup": uncached / cached}
             print(f"{name:<22}{steps:>6}{cached:>11.1f}{uncached:>14.1f}{uncached / cached:>9.2f}x")
-    describe = network.describe(*WINDOWS[HEADLINE])
+    describe = describe_network(network, *WINDOWS[HEADLINE])
     headline = results[f"{HEADLINE}/10"]["speedup"]
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

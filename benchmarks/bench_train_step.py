@@ -20,6 +20,7 @@ import torch
 
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.example_inputs import example_inputs
+from cosmos_robot.model.flops import describe_network
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
@@ -70,7 +71,7 @@ def main() -> None:
         step()
     seconds = time.perf_counter() - started
     samples_per_s = steps * args.batch / seconds
-    describe = network.describe(frames, actions)
+    describe = describe_network(network, frames, actions)
     model_flops = 3 * describe["flops_forward"] * samples_per_s
     peak = matmul_flops_per_s()
     results = {

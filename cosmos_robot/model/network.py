@@ -103,8 +103,8 @@ class WorldActionNetwork(nn.Module):
         self.frame_in = nn.Linear(config.frame_token_dim, d)
         self.frame_anchor_in = nn.Linear(config.frame_token_dim, d)
         frame_flat = config.tokens_per_frame * config.frame_token_dim
-        self.action_frames_in = MotionStem(config, d)
-        self.frame_actions_in = DynamicsStem(config, d)
+        self.motion_stem = MotionStem(config, d)
+        self.dynamics_stem = DynamicsStem(config, d)
         self.state_frame_in = nn.Linear(frame_flat + 1, d)
         self.action_in = DomainLinear(config.num_domains, config.action_width, d)
         self.action_prior = ActionPrior(
@@ -197,8 +197,8 @@ class WorldActionNetwork(nn.Module):
         anchor = frames.gather(1, latest.clamp_min(0)[..., None, None].expand_as(frames))
         anchor = anchor * (latest >= 0)[..., None, None].to(frames.dtype)
         flat = torch.cat([frames.flatten(2), frame_t[..., None]], -1)  # (B, T, GG*Cf + 1)
-        motion = self.action_frames_in(grids, inputs.frame_t, latest, into)
-        frame_path = self.frame_anchor_in(anchor.flatten(1, 2)) + self.frame_actions_in(inputs, grids, latest, into)
+        motion = self.motion_stem(grids, inputs.frame_t, latest, into)
+        frame_path = self.frame_anchor_in(anchor.flatten(1, 2)) + self.dynamics_stem(inputs, grids, latest, into)
         policy, policy_gate = self._prior_actions(inputs, grids, into)
         inverse, inverse_gate = self._inverse_actions(inputs, grids, into)
         # The two gates are disjoint: a policy action's frames are noisy, an inverse-dynamics one's clean.

@@ -1,17 +1,15 @@
-"""The packed network: shapes, cached == joint, masks, domains, direct paths, text trimming, describe()."""
+"""The packed network: shapes, cached == joint, masks, domains, direct paths, priors, text trimming."""
 
 from __future__ import annotations
 
-import dataclasses
-import doctest
-
-import pytest
 import torch
 
-import cosmos_robot.model.network as network_module
+import cosmos_robot.model.stems as stems
+from cosmos_robot.model.action_prior import PRIOR_CHUNK, STATE_FREQUENCIES
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.example_inputs import example_inputs, example_prior_batch, example_transition_batch
-from cosmos_robot.model.network import WorldActionNetwork, action_frame_index, anchor_frame_index
+from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.model.objective import TrainingModule
 
 
 def perturbed_network(seed: int = 0) -> WorldActionNetwork:
@@ -71,17 +69,6 @@ def test_actions_change_the_predicted_frames():
     assert (net(reasoner, gen).frames - net(reasoner, moved).frames).abs().max() > 1e-4
 
 
-def test_untrained_network_predicts_zero_without_residual_heads():
-    plain = dataclasses.replace(preset("tiny"), action_prior=0, frame_residual=False, inverse_prior=False)
-    net = WorldActionNetwork(plain)
-    reasoner, gen = example_inputs(net.config)
-    out = net(reasoner, gen)
-    assert all(x.abs().max() == 0 for x in out.x0)
-    velocity_net = WorldActionNetwork(dataclasses.replace(plain, target="velocity"))
-    out = velocity_net(reasoner, gen)
-    assert out.x0 is None and out.frames.abs().max() == 0 and out.actions.abs().max() == 0
-
-
 def policy_window(config, batch=2, context_frames=1):
     """Example inputs laid out as policy mode: context frames clean, later frames and their actions noisy."""
     reasoner, gen = example_inputs(config, batch=batch, num_frames=5, num_actions=4, context_frames=context_frames)
@@ -100,7 +87,7 @@ def test_untrained_network_copies_the_anchor_and_starts_from_the_prior():
     # frame_residual: every frame's x0 is its anchor (the clean context frame) before any training.
     torch.testing.assert_close(frames, gen.frames[:, :1].expand_as(frames))
     # action_prior: the policy actions' x0 is the prior's chunk read from the context frame and state.
-    grid = network_module.latent_grids(gen.frames[:, :1], net.config)[:, 0]
+    grid = stems.latent_grids(gen.frames[:, :1], net.config)[:, 0]
     chunk = net.action_prior(grid, gen.states[:, 0] * gen.state_channels, gen.domain)
     torch.testing.assert_close(actions, chunk * gen.action_channels[:, None])
     assert actions.abs().max() > 0 and states.abs().max() == 0
@@ -112,7 +99,7 @@ def test_the_action_prior_applies_to_policy_actions_and_the_inverse_prior_betwee
     reasoner, gen = policy_window(net.config, context_frames=2)
     paths = net._direct_paths(gen)
     assert paths.prior_gate.tolist() == [[False, True, True, True]] * 2
-    grid = network_module.latent_grids(gen.frames[:, 1:2], net.config)[:, 0]
+    grid = stems.latent_grids(gen.frames[:, 1:2], net.config)[:, 0]
     chunk = net.action_prior(grid, gen.states[:, 1] * gen.state_channels, gen.domain)
     torch.testing.assert_close(paths.prior_actions[:, 1:], (chunk[:, :3] * gen.action_channels[:, None]))
     # Action 0 there spans two clean frames but is clean itself (history): no estimate.
@@ -122,7 +109,7 @@ def test_the_action_prior_applies_to_policy_actions_and_the_inverse_prior_betwee
     inverse = clean.replace(action_t=torch.full_like(clean.action_t, 0.5))
     paths = net._direct_paths(inverse)
     assert paths.prior_gate.all()
-    grids = network_module.latent_grids(clean.frames, net.config)
+    grids = stems.latent_grids(clean.frames, net.config)
     for k in range(4):
         estimate = net.inverse_prior(grids[:, k], grids[:, k + 1], clean.domain) * clean.action_channels
         assert estimate.abs().max() > 0
@@ -130,51 +117,31 @@ def test_the_action_prior_applies_to_policy_actions_and_the_inverse_prior_betwee
     # Forward dynamics (actions clean): neither prior anywhere.
     fd = clean.replace(frame_t=torch.tensor([[0.0, 0.5, 0.5, 0.5, 0.5]] * 2))
     assert not net._direct_paths(fd).prior_gate.any()
-    # Each prior works without the other.
-    without_action_prior = WorldActionNetwork(dataclasses.replace(preset("tiny"), action_prior=0))
-    assert without_action_prior._direct_paths(inverse).prior_gate.all()
-    without_inverse_prior = WorldActionNetwork(dataclasses.replace(preset("tiny"), inverse_prior=False))
-    assert not without_inverse_prior._direct_paths(inverse).prior_gate.any()
 
 
-def test_prior_batch_output_and_its_error():
+def test_the_priors_train_on_their_own_batches_beside_the_network():
     net = perturbed_network()
     reasoner, gen = example_inputs(net.config, num_frames=5, num_actions=4)
-    batch = example_prior_batch(gen)
-    out = net(reasoner, gen, prior_batch=batch)
-    assert out.prior.shape == (2, net.config.action_prior, net.config.action_width)
-    plain = WorldActionNetwork(dataclasses.replace(preset("tiny"), action_prior=0))
-    with pytest.raises(ValueError, match="no action prior"):
-        plain(reasoner, gen, prior_batch=batch)
+    out, prior, inverse = TrainingModule(net)(reasoner, gen, example_prior_batch(gen), example_transition_batch(gen))
+    assert prior.shape == (2, PRIOR_CHUNK, net.config.action_width)
+    grids = stems.latent_grids(gen.frames, net.config)
+    torch.testing.assert_close(inverse, net.inverse_prior(grids[:, 0], grids[:, 1], gen.domain))
+    torch.testing.assert_close(out.x0[0], net(reasoner, gen).x0[0])
+    # Without their batches, no prior output (and no cost).
+    assert TrainingModule(net)(reasoner, gen)[1:] == (None, None)
 
 
 def test_the_action_prior_reads_sinusoidal_state_features():
     net = perturbed_network()
     prior, width = net.action_prior, net.config.state_width
     keypoints = 2 * 16
-    assert prior.mlp[0].in_features == keypoints + width * (1 + 2 * net.config.prior_state_frequencies)
+    assert prior.mlp[0].in_features == keypoints + width * (1 + 2 * STATE_FREQUENCIES)
     with torch.no_grad():  # without the raw state columns, what is left are sin/cos of pi * 2^j * s: period 2
         prior.mlp[0].weight[:, keypoints : keypoints + width] = 0
     grid, domain = torch.randn(2, net.config.latent_channels, 8, 8), torch.zeros(2, dtype=torch.long)
     state = torch.rand(2, width) * 2 - 1
     torch.testing.assert_close(prior(grid, state, domain), prior(grid, state + 2.0, domain), atol=1e-4, rtol=1e-4)
     assert (prior(grid, state, domain) - prior(grid, state + 0.5, domain)).abs().max() > 1e-3
-    raw_only = WorldActionNetwork(dataclasses.replace(preset("tiny"), prior_state_frequencies=0))
-    assert raw_only.action_prior.mlp[0].in_features == keypoints + width  # checkpoints from before it
-
-
-def test_inverse_batch_output_and_its_error():
-    net = perturbed_network()
-    reasoner, gen = example_inputs(net.config, num_frames=5, num_actions=4)
-    batch = example_transition_batch(gen)
-    out = net(reasoner, gen, inverse_batch=batch)
-    assert out.inverse.shape == (2, net.config.action_width)
-    grids = network_module.latent_grids(gen.frames, net.config)
-    torch.testing.assert_close(out.inverse, net.inverse_prior(grids[:, 0], grids[:, 1], gen.domain))
-    plain = WorldActionNetwork(dataclasses.replace(preset("tiny"), inverse_prior=False))
-    assert not hasattr(plain, "inverse_prior")
-    with pytest.raises(ValueError, match="no inverse prior"):
-        plain(reasoner, gen, inverse_batch=batch)
 
 
 def test_untrained_network_starts_inverse_dynamics_from_the_inverse_prior():
@@ -182,7 +149,7 @@ def test_untrained_network_starts_inverse_dynamics_from_the_inverse_prior():
     reasoner, gen = example_inputs(net.config, num_frames=3, num_actions=2)
     gen = gen.replace(action_t=torch.full_like(gen.action_t, 1.0))
     actions = net(reasoner, gen).x0[1]
-    grids = network_module.latent_grids(gen.frames, net.config)
+    grids = stems.latent_grids(gen.frames, net.config)
     for k in range(2):
         estimate = net.inverse_prior(grids[:, k], grids[:, k + 1], gen.domain) * gen.action_channels
         torch.testing.assert_close(actions[:, k], estimate)
@@ -197,30 +164,6 @@ def test_x0_target_gives_the_velocity_that_lands_on_x0():
     # One Euler step from t to 0 along the returned velocity reaches the predicted clean value.
     torch.testing.assert_close(gen.actions - 0.4 * out.actions, out.x0[1] * gen.action_channels[:, None])
     torch.testing.assert_close(gen.frames - 0.4 * out.frames, out.x0[0])
-
-
-@pytest.mark.parametrize("name", ["tiny", "small"])
-def test_describe_reports_towers_and_flops(name):
-    net = WorldActionNetwork(preset(name))
-    info = net.describe()
-    assert info["params_reasoner_tower"] > 0 and info["params_generator_tower"] > info["params_reasoner_tower"]
-    assert info["flops_forward"] == pytest.approx(info["flops_reasoner"] + info["flops_generator_step"])
-    assert info["params_total"] == sum(p.numel() for p in net.parameters())
-
-
-def test_doctests():
-    assert doctest.testmod(network_module).failed == 0
-
-
-def test_anchor_is_the_latest_clean_frame():
-    frame_t = torch.tensor([[0.0, 0.4, 0.0, 0.4], [0.0, 0.0, 0.0, 0.0], [0.9, 0.9, 0.9, 0.9]])
-    assert anchor_frame_index(frame_t).tolist() == [[0, 0, 2, 2], [0, 1, 2, 3], [-1, -1, -1, -1]]
-
-
-def test_actions_lead_into_the_frame_stamped_with_them():
-    # Two actions per frame interval at 10 fps: stamped 0.05, 0.1, 0.15, 0.2 lead into frames 1, 1, 2, 2.
-    frame_time = torch.tensor([[0.0, 0.1, 0.2]])
-    assert action_frame_index(frame_time, torch.tensor([[0.05, 0.1, 0.15, 0.2]])).tolist() == [[1, 1, 2, 2]]
 
 
 def close_all_gates(net: WorldActionNetwork) -> WorldActionNetwork:
@@ -238,8 +181,8 @@ def test_a_target_frame_token_reads_its_context_cell_directly():
     # even with attention switched off (gates zero): the anchor path is per cell, not through attention.
     net = close_all_gates(perturbed_network())
     with torch.no_grad():  # the conv dynamics path spreads to neighbouring cells: tested on its own below
-        net.frame_actions_in.net[-1].weight.zero_()
-        net.frame_actions_in.net[-1].bias.zero_()
+        net.dynamics_stem.net[-1].weight.zero_()
+        net.dynamics_stem.net[-1].bias.zero_()
     reasoner, gen = example_inputs(net.config, batch=1, num_frames=3, num_actions=2)
     gen = gen.replace(frame_t=torch.tensor([[0.0, 0.7, 0.7]]))
     moved_frames = gen.frames.clone()
