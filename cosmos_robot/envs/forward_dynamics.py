@@ -26,6 +26,7 @@ from gymnasium.vector.utils import batch_space
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.start_sources import StartSource, make_start_source
 from cosmos_robot.interface import WorldModel
+from cosmos_robot.keys import AGENT_POS, PIXELS
 from cosmos_robot.world_model import load_world_model
 
 RewardFn = Callable[[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]], float]
@@ -46,28 +47,57 @@ def reference_spaces(reference: str | gym.Env) -> tuple[spaces.Dict, spaces.Box]
 
 
 class Imagination:
-    """One batched imagined control step: the part the single and the vector env share.
+    """What the single and the vector env share: their validated settings and one batched imagined step.
 
-    Args:
-        model: the world model.
-        embodiment: one of ``model.embodiments``.
-        sampling_steps: denoising steps per model call (fewer is faster).
-        success_threshold: the learned success probability above which an episode terminates.
+    Arguments are those of :class:`ForwardDynamicsEnv` (see there).
     """
 
-    def __init__(self, model: WorldModel, embodiment: str, sampling_steps: int, success_threshold: float) -> None:
-        if embodiment not in model.embodiments:
-            raise ValueError(
-                f"embodiment={embodiment!r} is not known to the model; expected one of {model.embodiments}"
-            )
+    def __init__(
+        self,
+        checkpoint: WorldModel | str | os.PathLike,
+        embodiment: str,
+        start: str | os.PathLike | gym.Env | StartSource | None,
+        reference: str | gym.Env | None,
+        max_episode_steps: int,
+        sampling_steps: int,
+        reward_fn: RewardFn | None,
+        success_fn: SuccessFn | None,
+        success_threshold: float,
+        terminate_on_success: bool,
+    ) -> None:
+        if not isinstance(max_episode_steps, int) or max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps={max_episode_steps!r}; expected a positive integer")
         if not isinstance(sampling_steps, int) or sampling_steps < 1:
             raise ValueError(f"sampling_steps={sampling_steps!r}; expected a positive integer")
         if not 0.0 < success_threshold < 1.0:
             raise ValueError(f"success_threshold={success_threshold!r}; expected a probability in (0, 1)")
+        model = load_world_model(checkpoint)
+        if embodiment not in model.embodiments:
+            raise ValueError(
+                f"embodiment={embodiment!r} is not known to the model; expected one of {model.embodiments}"
+            )
+        if reference is None:
+            if embodiment not in PUSH_BLOCK_IDS:
+                raise ValueError(
+                    f"reference=None for embodiment={embodiment!r}; pass the gymnasium id of the env it imitates"
+                )
+            reference = PUSH_BLOCK_IDS[embodiment]
+        self.observation_space, self.action_space = reference_spaces(reference)
+        size = model.image_size
+        if self.observation_space[PIXELS].shape != (size, size, 3):
+            raise ValueError(
+                f"reference observes pixels of shape {self.observation_space[PIXELS].shape}; "
+                f"the model expects ({size}, {size}, 3)"
+            )
+        self.start_source = make_start_source(start if start is not None else reference)
         self.model = model
         self.embodiment = embodiment
+        self.max_episode_steps = max_episode_steps
         self.sampling_steps = sampling_steps
+        self.reward_fn = reward_fn
+        self.success_fn = success_fn
         self.success_threshold = success_threshold
+        self.terminate_on_success = terminate_on_success
 
     @property
     def context_frames(self) -> int:
@@ -77,7 +107,9 @@ class Imagination:
     def step(
         self, history: np.ndarray, states: np.ndarray, actions: np.ndarray, seed: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(next frames (B, H, W, 3), next states (B, S), rewards (B,), success (B,) bool).
+        """(next frames (B, H, W, 3), next states (B, S), rewards (B,) float64, success (B,) bool).
+
+        Rewards and success come from ``reward_fn`` / ``success_fn`` where given, else from the model.
 
         Args:
             history: (B, Tc, H, W, 3) the last observed frames.
@@ -85,15 +117,28 @@ class Imagination:
             actions: (B, A) one action per episode, already clipped.
             seed: seeds the sampling noise.
         """
+        # The observation before the step, copied only when a reward_fn reads it.
+        before = {PIXELS: history[:, -1].copy(), AGENT_POS: states.copy()} if self.reward_fn else None
         prediction = self.model.forward_dynamics(
             history, actions[:, None], self.embodiment, states=states, steps=self.sampling_steps, seed=seed
         )
-        return (
-            prediction.frames[:, 0],
-            prediction.states[:, 0],
-            prediction.rewards[:, 0].astype(np.float64),
-            prediction.success[:, 0] > self.success_threshold,
-        )
+        frames, next_states = prediction.frames[:, 0], prediction.states[:, 0].astype(np.float32)
+        rewards = prediction.rewards[:, 0].astype(np.float64)
+        success = prediction.success[:, 0] > self.success_threshold
+        after = {PIXELS: frames, AGENT_POS: next_states}
+        if self.reward_fn is not None:
+            rewards = np.array(
+                [self.reward_fn(_row(before, i), actions[i], _row(after, i)) for i in range(len(actions))], np.float64
+            )
+        if self.success_fn is not None:
+            success = np.array([bool(self.success_fn(_row(after, i))) for i in range(len(actions))])
+        return frames, next_states, rewards, success.astype(bool)
+
+    def close(self) -> None:
+        """Close the start source's env, if any."""
+        close = getattr(self.start_source, "close", None)
+        if close is not None:
+            close()
 
 
 def _check_and_clip(action: np.ndarray, space: spaces.Box) -> tuple[np.ndarray, np.ndarray]:
@@ -132,9 +177,10 @@ class ForwardDynamicsEnv(gym.Env):
     ## Arguments
     ``checkpoint`` (any :class:`~cosmos_robot.interface.WorldModel` backend, a checkpoint folder or
     ``"default"``), ``embodiment``, ``start`` (default: the reference env), ``reference`` (default:
-    the PushBlock env of the embodiment), ``max_episode_steps`` (80), ``sampling_steps`` (denoising steps per step, 4),
-    ``reward_fn``, ``success_fn``, ``success_threshold`` (0.5), ``render_mode`` (None or "rgb_array"),
-    ``terminate_on_success`` (True; False keeps open-loop comparisons running after a success).
+    the PushBlock env of the embodiment), ``max_episode_steps`` (80), ``sampling_steps`` (denoising
+    steps per step, 4), ``reward_fn``, ``success_fn``, ``success_threshold`` (0.5), ``render_mode``
+    (None or "rgb_array"), ``terminate_on_success`` (True; False keeps open-loop comparisons running
+    after a success).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -155,42 +201,33 @@ class ForwardDynamicsEnv(gym.Env):
     ) -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r} is not supported; expected None or 'rgb_array'")
-        if not isinstance(max_episode_steps, int) or max_episode_steps < 1:
-            raise ValueError(f"max_episode_steps={max_episode_steps!r}; expected a positive integer")
-        model = load_world_model(checkpoint)
-        self.imagination = Imagination(model, embodiment, sampling_steps, success_threshold)
-        if reference is None:
-            if embodiment not in PUSH_BLOCK_IDS:
-                raise ValueError(
-                    f"reference=None for embodiment={embodiment!r}; pass the gymnasium id of the env it imitates"
-                )
-            reference = PUSH_BLOCK_IDS[embodiment]
-        self.observation_space, self.action_space = reference_spaces(reference)
-        size = model.image_size
-        if self.observation_space["pixels"].shape != (size, size, 3):
-            raise ValueError(
-                f"reference observes pixels of shape {self.observation_space['pixels'].shape}; "
-                f"the model expects ({size}, {size}, 3)"
-            )
-        self.start_source = make_start_source(start if start is not None else reference)
-        self.max_episode_steps = max_episode_steps
-        self.reward_fn = reward_fn
-        self.success_fn = success_fn
+        self.imagination = Imagination(
+            checkpoint,
+            embodiment,
+            start,
+            reference,
+            max_episode_steps,
+            sampling_steps,
+            reward_fn,
+            success_fn,
+            success_threshold,
+            terminate_on_success,
+        )
+        self.observation_space = self.imagination.observation_space
+        self.action_space = self.imagination.action_space
         self.render_mode = render_mode
-        self.terminate_on_success = terminate_on_success
-        self.embodiment = embodiment
         self._history: np.ndarray | None = None
         self._state: np.ndarray | None = None
         self._steps = 0
         self._clipped = 0
 
     def _observation(self) -> dict[str, np.ndarray]:
-        return {"pixels": self._history[-1].copy(), "agent_pos": self._state.copy()}
+        return {PIXELS: self._history[-1].copy(), AGENT_POS: self._state.copy()}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Draw a start from the start source with the env's seeded generator."""
         super().reset(seed=seed)
-        start = self.start_source.draw(self.np_random)
+        start = self.imagination.start_source.draw(self.np_random)
         self._history = np.repeat(start.frame[None], self.imagination.context_frames, axis=0)
         self._state = start.state.astype(np.float32)
         self._steps = 0
@@ -203,20 +240,16 @@ class ForwardDynamicsEnv(gym.Env):
             raise RuntimeError("step() called before reset()")
         clipped, changed = _check_and_clip(np.reshape(action, self.action_space.shape), self.action_space)
         self._clipped += int(changed)
-        obs = self._observation() if self.reward_fn else None  # a copy only when a reward_fn reads it
         seed = int(self.np_random.integers(2**31 - 1))
-        frames, states, rewards, success = self.imagination.step(
-            self._history[None], self._state[None], clipped[None], seed
-        )
+        imagination = self.imagination
+        frames, states, rewards, success = imagination.step(self._history[None], self._state[None], clipped[None], seed)
         self._history = np.concatenate([self._history[1:], frames[:1]])
-        self._state = states[0].astype(np.float32)
+        self._state = states[0]
         self._steps += 1
-        next_obs = self._observation()
-        reward = float(self.reward_fn(obs, clipped, next_obs)) if self.reward_fn else float(rewards[0])
-        is_success = bool(self.success_fn(next_obs)) if self.success_fn else bool(success[0])
-        truncated = self._steps >= self.max_episode_steps
+        is_success = bool(success[0])
+        truncated = self._steps >= imagination.max_episode_steps
         info = {"is_success": is_success, "clipped_actions": self._clipped, "action_clipped": bool(changed)}
-        return next_obs, reward, is_success and self.terminate_on_success, truncated, info
+        return self._observation(), float(rewards[0]), is_success and imagination.terminate_on_success, truncated, info
 
     def render(self) -> np.ndarray | None:
         """The current imagined frame (``render_mode="rgb_array"``), else None."""
@@ -226,9 +259,7 @@ class ForwardDynamicsEnv(gym.Env):
 
     def close(self) -> None:
         """Close the start source's env, if any."""
-        close = getattr(self.start_source, "close", None)
-        if close is not None:
-            close()
+        self.imagination.close()
 
 
 class ForwardDynamicsVectorEnv(VectorEnv):
@@ -258,8 +289,7 @@ class ForwardDynamicsVectorEnv(VectorEnv):
     ) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r}; expected a positive integer")
-        # One single env holds the validated settings and the start source; the batch state lives here.
-        self.template = ForwardDynamicsEnv(
+        self.imagination = Imagination(
             checkpoint,
             embodiment,
             start,
@@ -269,28 +299,27 @@ class ForwardDynamicsVectorEnv(VectorEnv):
             reward_fn,
             success_fn,
             success_threshold,
-            terminate_on_success=terminate_on_success,
+            terminate_on_success,
         )
         self.num_envs = num_envs
-        self.single_observation_space = self.template.observation_space
-        self.single_action_space = self.template.action_space
+        self.single_observation_space = self.imagination.observation_space
+        self.single_action_space = self.imagination.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self.imagination = self.template.imagination
         tc = self.imagination.context_frames
-        pixels = self.single_observation_space["pixels"].shape
+        pixels = self.single_observation_space[PIXELS].shape
         self._history = np.zeros((num_envs, tc, *pixels), np.uint8)
-        self._state = np.zeros((num_envs, *self.single_observation_space["agent_pos"].shape), np.float32)
+        self._state = np.zeros((num_envs, *self.single_observation_space[AGENT_POS].shape), np.float32)
         self._steps = np.zeros(num_envs, np.int64)
         self._clipped = np.zeros(num_envs, np.int64)
         self._rngs: list[np.random.Generator] = []
         self._started = False
 
     def _observations(self) -> dict[str, np.ndarray]:
-        return {"pixels": self._history[:, -1].copy(), "agent_pos": self._state.copy()}
+        return {PIXELS: self._history[:, -1].copy(), AGENT_POS: self._state.copy()}
 
     def _start(self, index: int) -> None:
-        start = self.template.start_source.draw(self._rngs[index])
+        start = self.imagination.start_source.draw(self._rngs[index])
         self._history[index] = start.frame[None]
         self._state[index] = start.state
         self._steps[index] = 0
@@ -320,21 +349,15 @@ class ForwardDynamicsVectorEnv(VectorEnv):
             raise ValueError(f"actions has shape {actions.shape}; expected {self.action_space.shape}")
         clipped, changed = _check_and_clip(actions, self.single_action_space)
         self._clipped += changed
-        t = self.template
-        obs = self._observations() if t.reward_fn is not None else None  # copies only when a reward_fn reads them
+        imagination = self.imagination
         seed = int(self._rngs[0].integers(2**31 - 1))
-        frames, states, rewards, success = self.imagination.step(self._history, self._state, clipped, seed)
+        frames, states, rewards, success = imagination.step(self._history, self._state, clipped, seed)
         self._history = np.concatenate([self._history[:, 1:], frames[:, None]], 1)
-        self._state = states.astype(np.float32)
+        self._state = states
         self._steps += 1
         next_obs = self._observations()
-        if t.reward_fn is not None:
-            rewards = np.array([t.reward_fn(_row(obs, i), clipped[i], _row(next_obs, i)) for i in range(self.num_envs)])
-        if t.success_fn is not None:
-            success = np.array([bool(t.success_fn(_row(next_obs, i))) for i in range(self.num_envs)])
-        success = success.astype(bool)
-        terminated = success & t.terminate_on_success
-        truncated = (self._steps >= t.max_episode_steps) & ~terminated
+        terminated = success & imagination.terminate_on_success
+        truncated = (self._steps >= imagination.max_episode_steps) & ~terminated
         info: dict[str, Any] = {
             "is_success": success.copy(),
             "clipped_actions": self._clipped.copy(),
@@ -348,11 +371,11 @@ class ForwardDynamicsVectorEnv(VectorEnv):
             for i in np.flatnonzero(done):
                 self._start(int(i))
             next_obs = self._observations()
-        return next_obs, rewards.astype(np.float64), terminated, truncated, info
+        return next_obs, rewards, terminated, truncated, info
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the start source."""
-        self.template.close()
+        self.imagination.close()
 
 
 def _row(obs: dict[str, np.ndarray], index: int) -> dict[str, np.ndarray]:

@@ -89,14 +89,19 @@ def sb3_vector_env(envs: ForwardDynamicsVectorEnv, key: str = "agent_pos"):
         def close(self) -> None:
             envs.close()
 
+        # The sub-envs share one set of settings: an attribute of the vector env, else of its Imagination.
+        def _owner(self, name: str) -> Any:
+            return envs if hasattr(envs, name) else envs.imagination
+
         def get_attr(self, attr_name: str, indices=None) -> list[Any]:
-            return [getattr(envs.template, attr_name)] * len(self._get_indices(indices))
+            return [getattr(self._owner(attr_name), attr_name)] * len(self._get_indices(indices))
 
         def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
-            setattr(envs.template, attr_name, value)
+            setattr(self._owner(attr_name), attr_name, value)
 
         def env_method(self, method_name: str, *args: Any, indices=None, **kwargs: Any) -> list[Any]:
-            return [getattr(envs.template, method_name)(*args, **kwargs)] * len(self._get_indices(indices))
+            method = getattr(self._owner(method_name), method_name)
+            return [method(*args, **kwargs)] * len(self._get_indices(indices))
 
         def env_is_wrapped(self, wrapper_class: type, indices=None) -> list[bool]:
             return [False] * len(self._get_indices(indices))

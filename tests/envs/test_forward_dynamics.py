@@ -150,7 +150,7 @@ def test_vector_env_matches_the_single_env_start(model):
     single = ForwardDynamicsEnv(model, "point", sampling_steps=1)
     # Same start source and seed => the same start frame.
     first = np.random.default_rng(11)
-    start = single.start_source.draw(first)
+    start = single.imagination.start_source.draw(first)
     np.testing.assert_array_equal(obs["pixels"][0], start.frame)
     envs.close()
     single.close()
