@@ -15,8 +15,20 @@ from tqdm.auto import tqdm
 from cosmos_robot.atomic import check_output_path
 from cosmos_robot.datasets.lerobot_io import LeRobotWriter
 from cosmos_robot.envs.gym_adapter import make_env
-from cosmos_robot.keys import ACTION, DEFAULT_CAMERA, DONE, OBS_ENV_STATE, OBS_IMAGES_PREFIX, OBS_STATE, REWARD, SUCCESS
+from cosmos_robot.keys import (
+    ACTION,
+    AGENT_POS,
+    DEFAULT_CAMERA,
+    DONE,
+    OBS_ENV_STATE,
+    OBS_IMAGES_PREFIX,
+    OBS_STATE,
+    PIXELS,
+    REWARD,
+    SUCCESS,
+)
 from cosmos_robot.policies.scripted import ScriptedExpert
+from cosmos_robot.rollout import run_episode
 
 POLICIES = ("expert", "random")
 
@@ -181,28 +193,24 @@ def collect(
 def _rollout_episode(
     env: gym.Env, actor: ScriptedExpert, writer: LeRobotWriter, seed: int, task: str
 ) -> tuple[bool, int]:
-    """Run one episode, adding every step to ``writer``; returns (success, length)."""
-    obs, info = env.reset(seed=seed)
+    """Run one episode and add every step to ``writer``; returns (success, length)."""
     actor.reset(seed=seed)
-    camera_key = OBS_IMAGES_PREFIX + DEFAULT_CAMERA
     base = env.unwrapped
-    length, success = 0, False
-    while True:
-        action = actor.act(obs, info)
-        frame = {camera_key: obs["pixels"], OBS_STATE: obs["agent_pos"], ACTION: action, "task": task}
-        if hasattr(base, "environment_state"):
-            frame[OBS_ENV_STATE] = base.environment_state()
-        obs, reward, terminated, truncated, info = env.step(action)
-        success = bool(info["is_success"])
-        frame[REWARD] = np.array([reward], dtype=np.float32)
-        frame[SUCCESS] = np.array([success])
-        frame[DONE] = np.array([terminated or truncated])
+    # The block and goal at each observation (PushBlock), for datasets that keep the environment state.
+    env_state = (lambda: {OBS_ENV_STATE: base.environment_state()}) if hasattr(base, "environment_state") else None
+    episode = run_episode(env, actor.act, seed, before_step=env_state)
+    camera_key = OBS_IMAGES_PREFIX + DEFAULT_CAMERA
+    for t in range(episode.length):
+        obs, action, info = episode.observations[t], episode.actions[t], episode.infos[t + 1]
+        frame = {camera_key: obs[PIXELS], OBS_STATE: obs[AGENT_POS], ACTION: action, "task": task}
+        frame |= episode.extras[t]
+        done = t == episode.length - 1 and (episode.terminated or episode.truncated)
+        frame[REWARD] = np.array([episode.rewards[t]], dtype=np.float32)
+        frame[SUCCESS] = np.array([bool(info["is_success"])])
+        frame[DONE] = np.array([done])
         writer.add_frame(frame)
-        length += 1
-        if terminated or truncated:
-            break
     writer.save_episode()
-    return success, length
+    return episode.success, episode.length
 
 
 def summary_dict(summary: CollectSummary) -> dict[str, Any]:

@@ -10,7 +10,6 @@ the frames the world-model policy predicted.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import gymnasium as gym
@@ -20,6 +19,7 @@ from tqdm.auto import tqdm
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.eval.recording import PolicyRecorder
 from cosmos_robot.policies.protocol import Policy
+from cosmos_robot.rollout import Episode, run_episode
 from cosmos_robot.seeds import EVAL_SEED
 
 POLICY_KINDS = ("model", "expert", "pixel-expert", "random", "lerobot")
@@ -74,6 +74,15 @@ def make_policy(kind: str, env_id: str, checkpoint: str = "default", **model_kwa
         env.close()
 
 
+def record_episode(recorder: PolicyRecorder, index: int, seed: int, episode: Episode, chunks: list[Any]) -> None:
+    """Log a finished episode, step by step, then the chunks the policy predicted on the way."""
+    recorder.start_episode(index, seed)
+    for obs, info, action in zip(episode.observations, episode.infos, episode.actions, strict=False):
+        recorder.log_step(obs, action, bool(info.get("is_success", False)))
+    recorder.log_predictions(chunks)
+    recorder.end_episode(episode.observations[-1], index, episode.success, episode.total_return)
+
+
 def evaluate_policy(
     policy: Policy,
     env_id: str,
@@ -95,27 +104,20 @@ def evaluate_policy(
     try:
         for k in tqdm(range(episodes), desc=f"policy in {env_id.split('/')[-1]}", disable=not progress):
             episode_seed = seed + k
-            obs, info = env.reset(seed=episode_seed)
             policy.reset(seed=episode_seed)
+            episode = run_episode(env, lambda obs, info: np.asarray(policy.act(obs, info), np.float32), episode_seed)
             if recorder is not None:
-                recorder.start_episode(k, episode_seed)
-            total, length, done = 0.0, 0, False
-            while not done:
-                start = time.perf_counter()
-                action = np.asarray(policy.act(obs, info), np.float32)
-                seconds += time.perf_counter() - start
-                if recorder is not None:
-                    recorder.log_step(obs, action, bool(info.get("is_success", False)))
-                obs, reward, terminated, truncated, info = env.step(action)
-                total += float(reward)
-                length += 1
-                done = terminated or truncated
-            success = bool(info.get("is_success", False))
-            if recorder is not None:
-                recorder.log_predictions(getattr(policy, "chunks", []))
-                recorder.end_episode(obs, k, success, total)
-            steps_total += length
-            per_episode.append({"seed": episode_seed, "return": total, "length": length, "success": success})
+                record_episode(recorder, k, episode_seed, episode, getattr(policy, "chunks", []))
+            seconds += episode.act_seconds
+            steps_total += episode.length
+            per_episode.append(
+                {
+                    "seed": episode_seed,
+                    "return": episode.total_return,
+                    "length": episode.length,
+                    "success": episode.success,
+                }
+            )
     finally:
         env.close()
     return {

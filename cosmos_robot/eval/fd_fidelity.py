@@ -24,6 +24,7 @@ from cosmos_robot.envs.start_sources import FixedStarts, Start
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.metrics import psnr, ssim
 from cosmos_robot.policies.scripted import ScriptedExpert
+from cosmos_robot.rollout import run_episode
 from cosmos_robot.seeds import EVAL_SEED
 
 SOURCES = {"expert": 0.0, "noisy": 0.5, "random": 1.0}
@@ -33,25 +34,19 @@ SHUFFLED_AT = 8
 def record_mujoco(env_id: str, noise: float, seeds: list[int], horizon: int) -> dict[str, np.ndarray]:
     """Run a scripted source in MuJoCo: frames (E, H+1, ...), states (E, H+1, S), actions (E, H, A)."""
     env = gym.make(env_id)
-    frames, states, actions = [], [], []
+    episodes = []
     try:
         for seed in seeds:
-            obs, info = env.reset(seed=seed)
             policy = ScriptedExpert.for_env(env, noise=noise, seed=seed)
-            ep_frames, ep_states, ep_actions = [obs["pixels"]], [obs["agent_pos"]], []
-            for _ in range(horizon):
-                action = policy.act(obs, info)
-                # Step the unwrapped env: a success before the horizon must not end the recording.
-                obs, _, _, _, info = env.unwrapped.step(action)
-                ep_frames.append(obs["pixels"])
-                ep_states.append(obs["agent_pos"])
-                ep_actions.append(action)
-            frames.append(np.stack(ep_frames))
-            states.append(np.stack(ep_states))
-            actions.append(np.stack(ep_actions))
+            # A success before the horizon must not end the recording.
+            episodes.append(run_episode(env, policy.act, seed, max_steps=horizon, ignore_episode_end=True))
     finally:
         env.close()
-    return {"frames": np.stack(frames), "states": np.stack(states), "actions": np.stack(actions)}
+    return {
+        "frames": np.stack([e.frames() for e in episodes]),
+        "states": np.stack([e.states() for e in episodes]),
+        "actions": np.stack([np.stack(e.actions) for e in episodes]),
+    }
 
 
 def imagine(

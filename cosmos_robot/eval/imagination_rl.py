@@ -20,6 +20,7 @@ import numpy as np
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.interface import WorldModel
+from cosmos_robot.rollout import run_episode
 from cosmos_robot.seeds import EVAL_SEED
 
 TARGET = np.array([0.1, -0.08], np.float32)
@@ -114,15 +115,9 @@ def evaluate_in_mujoco(policy: Any, episodes: int, seed: int) -> tuple[float, fl
     env = ReachInMuJoCo(gym.make(PUSH_BLOCK_IDS["point"]))
     returns, successes = [], []
     for i in range(episodes):
-        obs, _ = env.reset(seed=seed + i)
-        total, done, info = 0.0, False, {}
-        while not done:
-            action = policy(obs)
-            obs, reward, terminated, truncated, info = env.step(action)
-            total += reward
-            done = terminated or truncated
-        returns.append(total)
-        successes.append(info["is_success"])
+        episode = run_episode(env, lambda obs, info: policy(obs), seed + i)
+        returns.append(episode.total_return)
+        successes.append(episode.success)
     env.close()
     return float(np.mean(returns)), float(np.mean(successes))
 

@@ -29,6 +29,7 @@ from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import ACTION
 from cosmos_robot.label import label
 from cosmos_robot.policies.scripted import ScriptedExpert
+from cosmos_robot.rollout import replay_actions, run_episode
 from cosmos_robot.seeds import EVAL_SEED
 
 
@@ -38,23 +39,16 @@ def record_episodes(env_id: str, episodes: int, seed: int) -> list[dict[str, Any
     out = []
     for i in range(episodes):
         noise = 0.0 if i < (episodes + 1) // 2 else 0.3
-        obs, info = env.reset(seed=seed + i)
         policy = ScriptedExpert.for_env(env, noise=noise, seed=seed + i)
-        frames, actions, done = [obs["pixels"]], [], False
-        while not done:
-            action = policy.act(obs, info)
-            obs, _, terminated, truncated, info = env.step(action)
-            frames.append(obs["pixels"])
-            actions.append(action)
-            done = terminated or truncated
+        episode = run_episode(env, policy.act, seed + i)
         out.append(
             {
                 "seed": seed + i,
                 "noise": noise,
-                "frames": np.stack(frames),
-                "actions": np.stack(actions),
-                "success": bool(info["is_success"]),
-                "final_block": info["block_pose"][:2].copy(),
+                "frames": episode.frames(),
+                "actions": np.stack(episode.actions),
+                "success": episode.success,
+                "final_block": episode.infos[-1]["block_pose"][:2].copy(),
             }
         )
     env.close()
@@ -62,18 +56,12 @@ def record_episodes(env_id: str, episodes: int, seed: int) -> list[dict[str, Any
 
 
 def replay(env_id: str, seed: int, actions: np.ndarray) -> tuple[bool, np.ndarray]:
-    """(success, final block xy) of ``actions`` run open loop in MuJoCo from the seeded start."""
+    """(success at any step, final block xy) of ``actions`` run open loop in MuJoCo from the seeded start."""
     env = gym.make(env_id)
-    env.reset(seed=seed)
-    info: dict[str, Any] = {}
-    success = False
-    for action in actions:
-        _, _, terminated, truncated, info = env.step(action)
-        success = success or bool(info["is_success"])
-        if terminated or truncated:
-            break
+    episode = run_episode(env, replay_actions(actions), seed, max_steps=len(actions))
     env.close()
-    return success, info["block_pose"][:2].copy()
+    success = any(bool(info["is_success"]) for info in episode.infos[1:])
+    return success, episode.infos[-1]["block_pose"][:2].copy()
 
 
 class PairRegressor(nn.Module):

@@ -21,8 +21,10 @@ from cosmos_robot.envs import MAX_EPISODE_STEPS, PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.envs.start_sources import FixedStarts, Start
 from cosmos_robot.interface import WorldModel
+from cosmos_robot.keys import AGENT_POS, PIXELS
 from cosmos_robot.metrics import pearson, spearman
 from cosmos_robot.policies.pixel_expert import PixelExpert
+from cosmos_robot.rollout import run_episode
 from cosmos_robot.seeds import EVAL_SEED
 
 NOISES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -34,16 +36,12 @@ def run_mujoco(env_id: str, noise: float, seeds: list[int]) -> tuple[list[Start]
     starts, returns, successes = [], [], []
     try:
         for seed in seeds:
-            obs, info = env.reset(seed=seed)
-            starts.append(Start(obs["pixels"].copy(), obs["agent_pos"].copy(), {"start_seed": seed}))
             policy = PixelExpert(env_id, env.action_space.low, env.action_space.high, noise=noise, seed=seed)
-            total, done = 0.0, False
-            while not done:
-                obs, reward, terminated, truncated, info = env.step(policy.act(obs, info))
-                total += reward
-                done = terminated or truncated
-            returns.append(total)
-            successes.append(bool(info["is_success"]))
+            episode = run_episode(env, policy.act, seed)
+            first = episode.observations[0]
+            starts.append(Start(first[PIXELS].copy(), first[AGENT_POS].copy(), {"start_seed": seed}))
+            returns.append(episode.total_return)
+            successes.append(episode.success)
     finally:
         env.close()
     return starts, np.array(returns), np.array(successes)
