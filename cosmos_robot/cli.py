@@ -252,17 +252,15 @@ def _run_eval_rank(args: argparse.Namespace) -> None:
 
 
 def _run_eval_label(args: argparse.Namespace) -> None:
-    from cosmos_robot.envs import PUSH_BLOCK_IDS
+    from cosmos_robot.envs import push_block_embodiment
     from cosmos_robot.eval.labeling import evaluate_labeling, plot_labeling
     from cosmos_robot.world_model import WorldActionModel
 
-    embodiments = {v: k for k, v in PUSH_BLOCK_IDS.items()}
-    if args.env not in embodiments:
-        raise ValueError(f"env={args.env!r}; expected one of {sorted(embodiments)}")
+    embodiment = push_block_embodiment(args.env)  # a clear error before anything loads
     model = WorldActionModel.from_pretrained(args.checkpoint)
     result = evaluate_labeling(
         model,
-        embodiments[args.env],
+        embodiment,
         args.env,
         episodes=args.episodes,
         steps=args.steps,
@@ -297,12 +295,13 @@ def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
 
 
 def _run_eval_policy(args: argparse.Namespace) -> None:
+    from cosmos_robot.envs import push_block_embodiment
     from cosmos_robot.envs.push_block_scene import CONTROL_HZ
-    from cosmos_robot.eval.closed_loop import embodiment_of, evaluate_policy, make_policy
+    from cosmos_robot.eval.closed_loop import evaluate_policy, make_policy
     from cosmos_robot.eval.recording import PolicyRecorder
     from cosmos_robot.seeds import EVAL_SEED
 
-    embodiment_of(args.env)  # a clear error before anything loads
+    push_block_embodiment(args.env)  # a clear error before anything loads
     model_kwargs = {
         "steps": args.steps,
         "execute_steps": args.execute_steps,

@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 
 from cosmos_robot.atomic import check_output_path
 from cosmos_robot.datasets.lerobot_io import LeRobotWriter
+from cosmos_robot.envs import STOCK_TASKS, embodiment_of
 from cosmos_robot.envs.gym_adapter import make_env
 from cosmos_robot.keys import (
     ACTION,
@@ -31,10 +32,6 @@ from cosmos_robot.policies.scripted import ScriptedExpert
 from cosmos_robot.rollout import run_episode
 
 POLICIES = ("expert", "random")
-
-# Task strings and embodiment names of gymnasium's own envs; PushBlock envs carry theirs.
-TASKS = {"Reacher-v5": "move the fingertip onto the red target", "Pusher-v5": "push the object onto the goal"}
-EMBODIMENTS = {"Reacher-v5": "reacher", "Pusher-v5": "pusher7dof"}
 
 
 @dataclass
@@ -58,18 +55,10 @@ class CollectSummary:
         )
 
 
-def embodiment_of(env: gym.Env) -> str:
-    """Embodiment name of an env made by :func:`make_env`."""
-    base = env.unwrapped
-    if hasattr(base, "embodiment"):
-        return str(base.embodiment)
-    return EMBODIMENTS.get(env.spec.id, env.spec.id.split("/")[-1].lower())
-
-
 def task_of(env: gym.Env) -> str:
     """Natural-language task string of an env."""
     base = env.unwrapped
-    return getattr(base, "task", None) or TASKS.get(env.spec.id, env.spec.id)
+    return getattr(base, "task", None) or STOCK_TASKS.get(env.spec.id, env.spec.id)
 
 
 def dataset_features(env: gym.Env, camera: str = DEFAULT_CAMERA) -> dict[str, dict[str, Any]]:
@@ -148,7 +137,7 @@ def collect(
         actor = ScriptedExpert.for_env(env, noise=1.0 if policy == "random" else noise)
         meta = {
             "env_id": env_id,
-            "embodiment": embodiment_of(env),
+            "embodiment": embodiment_of(env.spec.id),
             "camera": DEFAULT_CAMERA,
             "policy": policy,
             "noise": 1.0 if policy == "random" else noise,

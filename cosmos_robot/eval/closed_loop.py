@@ -16,21 +16,13 @@ import gymnasium as gym
 import numpy as np
 from tqdm.auto import tqdm
 
-from cosmos_robot.envs import PUSH_BLOCK_IDS
+from cosmos_robot.envs import push_block_embodiment
 from cosmos_robot.eval.recording import PolicyRecorder
 from cosmos_robot.policies.protocol import Policy
 from cosmos_robot.rollout import Episode, run_episode
 from cosmos_robot.seeds import EVAL_SEED
 
 POLICY_KINDS = ("model", "expert", "pixel-expert", "random", "lerobot")
-
-
-def embodiment_of(env_id: str) -> str:
-    """The PushBlock embodiment of an env id."""
-    for embodiment, known in PUSH_BLOCK_IDS.items():
-        if known == env_id:
-            return embodiment
-    raise ValueError(f"env={env_id!r} is not a PushBlock env; expected one of {sorted(PUSH_BLOCK_IDS.values())}")
 
 
 class RandomPolicy:
@@ -58,7 +50,7 @@ def make_policy(kind: str, env_id: str, checkpoint: str = "default", **model_kwa
     if kind not in POLICY_KINDS:
         raise ValueError(f"policy={kind!r}; expected one of {list(POLICY_KINDS)}")
     if kind == "model":
-        return WorldModelPolicy(checkpoint, embodiment_of(env_id), **model_kwargs)
+        return WorldModelPolicy(checkpoint, push_block_embodiment(env_id), **model_kwargs)
     if kind == "lerobot":
         from cosmos_robot.policies.lerobot_adapter import LeRobotPolicyAdapter
 

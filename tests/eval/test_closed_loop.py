@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from cosmos_robot.cli import main
-from cosmos_robot.eval.closed_loop import embodiment_of, evaluate_policy, make_policy
+from cosmos_robot.envs import push_block_embodiment
+from cosmos_robot.eval.closed_loop import evaluate_policy, make_policy
 from cosmos_robot.eval.recording import PolicyRecorder
 
 POINT = "cosmos_robot/PushBlockPoint-v0"
@@ -67,4 +68,4 @@ def test_bad_input_is_one_line_and_non_zero(tmp_path, capsys):
     assert main(["eval", "policy", "--policy", "oracle", "--json", str(tmp_path / "x.json")]) != 0
     with pytest.raises(ValueError, match="ending in .rrd"):
         PolicyRecorder(tmp_path / "r.mp4", fps=10)
-    assert embodiment_of(POINT) == "point"
+    assert push_block_embodiment(POINT) == "point"
