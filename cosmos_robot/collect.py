@@ -63,8 +63,8 @@ def task_of(env: gym.Env) -> str:
 
 def dataset_features(env: gym.Env, camera: str = DEFAULT_CAMERA) -> dict[str, dict[str, Any]]:
     """LeRobot features for an env with the toolkit's observation convention."""
-    pixels = env.observation_space["pixels"]
-    state_dim = env.observation_space["agent_pos"].shape[0]
+    pixels = env.observation_space[PIXELS]
+    state_dim = env.observation_space[AGENT_POS].shape[0]
     action_dim = env.action_space.shape[0]
     base = env.unwrapped
     state_names = list(base.agent_joint_names) if hasattr(base, "agent_joint_names") else None

@@ -20,6 +20,7 @@ from gymnasium import spaces
 import cosmos_robot.envs  # noqa: F401  (registers the PushBlock ids)
 from cosmos_robot.envs.push_block import validate_image_size
 from cosmos_robot.envs.rendering import require_egl
+from cosmos_robot.keys import AGENT_POS, PIXELS
 
 # Task cameras for gymnasium's own envs: their default cameras make small arms tiny at 64 px.
 CAMERA_PRESETS: dict[str, dict[str, Any]] = {
@@ -67,14 +68,14 @@ class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
         state = env.observation_space
         self.observation_space = spaces.Dict(
             {
-                "pixels": spaces.Box(0, 255, (height, width, 3), dtype=np.uint8),
-                "agent_pos": spaces.Box(state.low.astype(np.float32), state.high.astype(np.float32), dtype=np.float32),
+                PIXELS: spaces.Box(0, 255, (height, width, 3), dtype=np.uint8),
+                AGENT_POS: spaces.Box(state.low.astype(np.float32), state.high.astype(np.float32), dtype=np.float32),
             }
         )
 
     def _observe(self, state: np.ndarray) -> dict[str, np.ndarray]:
         pixels = np.ascontiguousarray(self.env.render())
-        return {"pixels": pixels, "agent_pos": np.asarray(state, dtype=np.float32)}
+        return {PIXELS: pixels, AGENT_POS: np.asarray(state, dtype=np.float32)}
 
     def _with_success(self, info: dict[str, Any]) -> dict[str, Any]:
         if "is_success" not in info:
@@ -85,7 +86,7 @@ class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
         """Reset the wrapped env; fail loudly if its first frame is all black."""
         state, info = self.env.reset(seed=seed, options=options)
         obs = self._observe(state)
-        if not obs["pixels"].any():
+        if not obs[PIXELS].any():
             raise RuntimeError(
                 f"{self.spec.id if self.spec else self.env}: the first rendered frame is all black; an old MuJoCo "
                 "renderer was probably freed after this one was made. Close envs (env.close()) before making new ones."

@@ -13,6 +13,7 @@ from gymnasium import spaces
 
 from cosmos_robot.envs import push_block_scene as scene
 from cosmos_robot.envs.rendering import require_egl
+from cosmos_robot.keys import AGENT_POS, PIXELS
 
 SUCCESS_DISTANCE = 0.03  # block centre within 3 cm of the goal centre
 # Where resets put things: inside the region the arm can reach from every side of the block.
@@ -122,9 +123,9 @@ class PushBlockEnv(gym.Env):
         jnt = self.model.jnt_range[[self.model.joint(n).id for n in self.agent_joint_names]].astype(np.float32)
         self.observation_space = spaces.Dict(
             {
-                "pixels": spaces.Box(0, 255, (self.height, self.width, 3), dtype=np.uint8),
+                PIXELS: spaces.Box(0, 255, (self.height, self.width, 3), dtype=np.uint8),
                 # joint limits are soft in MuJoCo: leave a margin so a hard push stays inside the space
-                "agent_pos": spaces.Box(low=jnt[:, 0] - 0.05, high=jnt[:, 1] + 0.05, dtype=np.float32),
+                AGENT_POS: spaces.Box(low=jnt[:, 0] - 0.05, high=jnt[:, 1] + 0.05, dtype=np.float32),
             }
         )
         self._pixels: np.ndarray | None = None
@@ -226,7 +227,7 @@ class PushBlockEnv(gym.Env):
 
     def _observe(self) -> dict[str, np.ndarray]:
         self._pixels = self._render()
-        return {"pixels": self._pixels, "agent_pos": self.agent_pos()}
+        return {PIXELS: self._pixels, AGENT_POS: self.agent_pos()}
 
     def _info(self, success: bool, terms: dict[str, float] | None) -> dict[str, Any]:
         info: dict[str, Any] = {

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
-from cosmos_robot.keys import OBS_STATE
+from cosmos_robot.keys import AGENT_POS, OBS_STATE, PIXELS
 
 
 @dataclass
@@ -55,7 +55,7 @@ class EnvStarts:
 
             env = make_env(env)
         keys = set(getattr(env.observation_space, "spaces", {}))
-        if not {"pixels", "agent_pos"} <= keys:
+        if not {PIXELS, AGENT_POS} <= keys:
             raise ValueError(
                 f"env={env} observes {sorted(keys) or env.observation_space}; expected a Dict with 'pixels' and "
                 "'agent_pos' (wrap gymnasium envs with cosmos_robot.envs.gym_adapter.make_env)"
@@ -66,7 +66,7 @@ class EnvStarts:
         """Reset the env with a seed from ``rng``."""
         seed = int(rng.integers(2**31 - 1))
         obs, _ = self.env.reset(seed=seed)
-        return Start(np.asarray(obs["pixels"]).copy(), np.asarray(obs["agent_pos"], np.float32), {"start_seed": seed})
+        return Start(np.asarray(obs[PIXELS]).copy(), np.asarray(obs[AGENT_POS], np.float32), {"start_seed": seed})
 
     def close(self) -> None:
         """Close the env."""

@@ -22,6 +22,7 @@ from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.envs.start_sources import FixedStarts, Start
 from cosmos_robot.interface import WorldModel
+from cosmos_robot.keys import AGENT_POS, PIXELS
 from cosmos_robot.metrics import psnr, ssim
 from cosmos_robot.policies.scripted import ScriptedExpert
 from cosmos_robot.rollout import run_episode
@@ -55,11 +56,11 @@ def imagine(
     """Open-loop rollout of ``actions`` (E, H, A) in the learned env from the fixed starts."""
     starts.rewind()
     obs, _ = envs.reset(seed=seed)
-    frames, states = [obs["pixels"]], [obs["agent_pos"]]
+    frames, states = [obs[PIXELS]], [obs[AGENT_POS]]
     for h in range(actions.shape[1]):
         obs, _, _, _, _ = envs.step(actions[:, h])
-        frames.append(obs["pixels"])
-        states.append(obs["agent_pos"])
+        frames.append(obs[PIXELS])
+        states.append(obs[AGENT_POS])
     return {"frames": np.stack(frames, 1), "states": np.stack(states, 1)}
 
 

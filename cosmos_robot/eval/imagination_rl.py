@@ -20,6 +20,7 @@ import numpy as np
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.interface import WorldModel
+from cosmos_robot.keys import AGENT_POS
 from cosmos_robot.rollout import run_episode
 from cosmos_robot.seeds import EVAL_SEED
 
@@ -44,23 +45,23 @@ class ReachInMuJoCo(gym.Wrapper):
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        self.observation_space = env.observation_space["agent_pos"]
+        self.observation_space = env.observation_space[AGENT_POS]
         self._steps = 0
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
         self._steps = 0
-        return obs["agent_pos"], info
+        return obs[AGENT_POS], info
 
     def step(self, action: np.ndarray):
         # The block task's own termination is ignored: this task only ends by time.
         obs, _, _, _, info = self.env.unwrapped.step(action)
         self._steps += 1
-        info = dict(info, is_success=reach_success(obs["agent_pos"]))
-        return obs["agent_pos"], reach_reward(obs["agent_pos"]), False, self._steps >= EPISODE_STEPS, info
+        info = dict(info, is_success=reach_success(obs[AGENT_POS]))
+        return obs[AGENT_POS], reach_reward(obs[AGENT_POS]), False, self._steps >= EPISODE_STEPS, info
 
 
-def sb3_vector_env(envs: ForwardDynamicsVectorEnv, key: str = "agent_pos"):
+def sb3_vector_env(envs: ForwardDynamicsVectorEnv, key: str = AGENT_POS):
     """A stable-baselines3 ``VecEnv`` view of a ``ForwardDynamicsVectorEnv`` observing ``obs[key]``."""
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
@@ -146,8 +147,8 @@ def evaluate_imagination_rl(
         "point",
         sampling_steps=sampling_steps,
         max_episode_steps=EPISODE_STEPS,
-        reward_fn=lambda obs, action, next_obs: reach_reward(next_obs["agent_pos"]),
-        success_fn=lambda obs: reach_success(obs["agent_pos"]),
+        reward_fn=lambda obs, action, next_obs: reach_reward(next_obs[AGENT_POS]),
+        success_fn=lambda obs: reach_success(obs[AGENT_POS]),
         terminate_on_success=False,
     )
     vec = sb3_vector_env(imagined_envs)

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from cosmos_robot.keys import AGENT_POS, PIXELS
+
 
 def default_blueprint() -> Any:
     """Real and imagined cameras side by side, action/state/success plots and the episode log."""
@@ -87,11 +89,11 @@ class PolicyRecorder:
         """The observation an action was chosen from, the action, and whether the task is solved yet."""
         rr = self._rr
         self._at(self._start + self._length)
-        self.stream.log("camera/real", rr.Image(np.asarray(obs["pixels"])))
+        self.stream.log("camera/real", rr.Image(np.asarray(obs[PIXELS])))
         for i, value in enumerate(np.asarray(action, np.float64).ravel()):
             self.stream.log(f"action/{i}", rr.Scalars(value))
-        if "agent_pos" in obs:
-            for i, value in enumerate(np.asarray(obs["agent_pos"], np.float64).ravel()):
+        if AGENT_POS in obs:
+            for i, value in enumerate(np.asarray(obs[AGENT_POS], np.float64).ravel()):
                 self.stream.log(f"state/{i}", rr.Scalars(value))
         self.stream.log("success", rr.Scalars(float(success)))
         self._length += 1
@@ -111,7 +113,7 @@ class PolicyRecorder:
         """The final observation and the outcome marker."""
         rr = self._rr
         self._at(self._start + self._length)
-        self.stream.log("camera/real", rr.Image(np.asarray(obs["pixels"])))
+        self.stream.log("camera/real", rr.Image(np.asarray(obs[PIXELS])))
         self.stream.log("success", rr.Scalars(float(success)))
         outcome = "SUCCESS" if success else "failure"
         self.stream.log(

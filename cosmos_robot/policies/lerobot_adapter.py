@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from cosmos_robot.keys import AGENT_POS, PIXELS
+
 
 class LeRobotPolicyAdapter:
     """Wraps a LeRobot ``PreTrainedPolicy`` saved by ``lerobot-train``.
@@ -62,10 +64,10 @@ class LeRobotPolicyAdapter:
     @torch.no_grad()
     def act(self, obs: dict[str, np.ndarray], info: dict[str, Any] | None = None) -> np.ndarray:
         """The policy's next action for one PushBlock observation."""
-        image = torch.from_numpy(np.ascontiguousarray(obs["pixels"])).permute(2, 0, 1).float()[None] / 255.0
+        image = torch.from_numpy(np.ascontiguousarray(obs[PIXELS])).permute(2, 0, 1).float()[None] / 255.0
         batch = {
             self.image_key: image,
-            "observation.state": torch.from_numpy(np.asarray(obs["agent_pos"], np.float32))[None],
+            "observation.state": torch.from_numpy(np.asarray(obs[AGENT_POS], np.float32))[None],
         }
         batch["task"] = [self.task]
         action = self.post(self.policy.select_action(self.pre(batch)))

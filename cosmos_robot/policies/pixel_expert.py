@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from cosmos_robot.envs import push_block_scene as scene
+from cosmos_robot.keys import PIXELS
 from cosmos_robot.policies.scripted import PLANNERS, ScriptedExpert
 
 
@@ -77,7 +78,7 @@ class PixelExpert(ScriptedExpert):
 
     def seen_info(self, obs: dict[str, np.ndarray]) -> dict[str, Any]:
         """``info`` as the planner expects it, from the frame (last sighting when something is hidden)."""
-        seen = perceive(obs["pixels"])
+        seen = perceive(obs[PIXELS])
         if self._goal is None and seen["goal"] is not None:
             self._goal = seen["goal"]
         for name in ("block", "effector"):

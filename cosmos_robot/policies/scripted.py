@@ -14,6 +14,7 @@ import numpy as np
 
 from cosmos_robot.envs import push_block_scene as scene
 from cosmos_robot.envs.push_block import arm_jacobian
+from cosmos_robot.keys import AGENT_POS
 
 # Distance from the block centre at which the effector pushes: block half-width + pusher radius + slack.
 PUSH_OFFSET = scene.BLOCK_HALF + scene.PUSHER_RADIUS + 0.006
@@ -57,7 +58,7 @@ def push_block_point_planner(obs: dict[str, np.ndarray], info: dict[str, Any]) -
 def push_block_arm2_planner(obs: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
     """PushBlock ``arm2``: joint velocities through the damped-least-squares inverse Jacobian."""
     velocity = push_block_point_planner(obs, info)
-    jac = arm_jacobian(np.asarray(obs["agent_pos"], dtype=np.float64))
+    jac = arm_jacobian(np.asarray(obs[AGENT_POS], dtype=np.float64))
     damping = 0.03**2  # stays bounded near the arm's singularities
     return jac.T @ np.linalg.solve(jac @ jac.T + damping * np.eye(2), velocity)
 
@@ -68,7 +69,7 @@ def reacher_planner(obs: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndar
     Reacher-v5's observation is (cos q, sin q, target xy, qvel, fingertip - target xy). A Jacobian-
     transpose law stalls when the target is across the base, so solve for the joint angles instead.
     """
-    state = np.asarray(obs["agent_pos"], dtype=np.float64)
+    state = np.asarray(obs[AGENT_POS], dtype=np.float64)
     q = np.arctan2(state[2:4], state[0:2])
     qvel, target = state[6:8], state[4:6]
     l1, l2 = 0.1, 0.11  # reacher.xml: second body at 0.1, fingertip 0.11 further

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from cosmos_robot.interface import WorldModel
+from cosmos_robot.keys import AGENT_POS, PIXELS
 from cosmos_robot.world_model import load_world_model
 
 
@@ -130,7 +131,7 @@ class WorldModelPolicy:
             # Before enough frames were seen, repeat the current one (the episode was standing still).
             past = list(self._history)
             history = np.stack([pixels] * (self.model.context_frames - 1 - len(past)) + past)
-        state = obs.get("agent_pos") if self.use_state else None
+        state = obs.get(AGENT_POS) if self.use_state else None
         chunk = self.model.policy(
             pixels,
             embodiment=self.embodiment,
@@ -147,10 +148,10 @@ class WorldModelPolicy:
 
     # -- helpers ----------------------------------------------------------------------------------------
     def _pixels(self, obs: dict[str, np.ndarray]) -> np.ndarray:
-        if not isinstance(obs, dict) or "pixels" not in obs:
+        if not isinstance(obs, dict) or PIXELS not in obs:
             keys = sorted(obs) if isinstance(obs, dict) else type(obs).__name__
             raise ValueError(f"obs={keys}; expected a dict with 'pixels' (H, W, 3) uint8 and optionally 'agent_pos'")
-        return np.asarray(obs["pixels"])
+        return np.asarray(obs[PIXELS])
 
     def _remember(self, obs: dict[str, np.ndarray]) -> None:
         if self._history.maxlen:
