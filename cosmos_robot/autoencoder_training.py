@@ -39,7 +39,7 @@ def train_autoencoder(
     """
     if len(frames_nhwc) == 0:
         raise ValueError("frames_nhwc is empty; expected at least one frame")
-    generator = torch.Generator().manual_seed(seed)
+    rng = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(autoencoder.parameters(), lr=lr, weight_decay=0.0)
     # One-cycle schedule; its warm-up must span at least two steps (a one-step phase divides by zero).
     schedule = torch.optim.lr_scheduler.OneCycleLR(
@@ -48,7 +48,7 @@ def train_autoencoder(
     autoencoder.train()
     losses = []
     for _ in tqdm(range(steps), desc="autoencoder", disable=not progress):
-        idx = torch.randint(len(frames_nhwc), (min(batch_size, len(frames_nhwc)),), generator=generator)
+        idx = torch.randint(len(frames_nhwc), (min(batch_size, len(frames_nhwc)),), generator=rng)
         x = frames_to_float(frames_nhwc[idx])
         recon = autoencoder(x)
         loss = F.l1_loss(recon, x) + F.mse_loss(recon, x)

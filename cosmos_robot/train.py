@@ -207,7 +207,7 @@ class Trainer:
         self.network = WorldActionNetwork(model_config).to(self.device)
         self.ema = copy.deepcopy(self.network).requires_grad_(False)
         self.optimizer = torch.optim.AdamW(self.network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        self.generator = torch.Generator().manual_seed(config.seed + 2)
+        self.rng = torch.Generator().manual_seed(config.seed + 2)
         self.step = 0
         self.history: list[dict[str, float]] = []
         if previous is not None:
@@ -235,7 +235,7 @@ class Trainer:
                     "exp_avg_sq": tensors[f"optim.{index}.exp_avg_sq"],
                 }
         self.optimizer.load_state_dict(optim_state)
-        self.generator.set_state(tensors["rng.generator"])
+        self.rng.set_state(tensors["rng.generator"])
         self.step = int(previous.training["step"])
         self.history = list(previous.training["history"])
 
@@ -255,7 +255,7 @@ class Trainer:
         for index, state in self.optimizer.state_dict()["state"].items():
             for name, value in state.items():
                 tensors[f"optim.{index}.{name}"] = torch.as_tensor(value).cpu()
-        tensors["rng.generator"] = self.generator.get_state()
+        tensors["rng.generator"] = self.rng.get_state()
         return tensors
 
     def save(self) -> None:
@@ -269,30 +269,30 @@ class Trainer:
         if not self.config.prior_batch:
             return None
         table = self.data.demonstrations(PRIOR_CHUNK)
-        return table.select(torch.randint(len(table.domain), (self.config.prior_batch,), generator=self.generator))
+        return table.select(torch.randint(len(table.domain), (self.config.prior_batch,), generator=self.rng))
 
     def _draw_inverse_batch(self) -> TransitionBatch | None:
         """The inverse prior's consecutive-frame pairs for this step (global batch), or None."""
         if not self.config.inverse_batch:
             return None
         table = self.data.transitions()
-        return table.take(torch.randint(len(table), (self.config.inverse_batch,), generator=self.generator))
+        return table.take(torch.randint(len(table), (self.config.inverse_batch,), generator=self.rng))
 
     def _draw_batch(self) -> tuple[Batch, BatchPlan, list[Mode], Any]:
         c = self.config
-        picks = self.data.draw(c.batch_size, self.generator)
+        picks = self.data.draw(c.batch_size, self.rng)
         batch = self.data.collate(picks, context_frames=c.context_frames)
         mode_index = torch.multinomial(
-            torch.tensor(c.mode_mix), c.batch_size, replacement=True, generator=self.generator
+            torch.tensor(c.mode_mix), c.batch_size, replacement=True, generator=self.rng
         )
         modes = [MODES[int(i)] for i in mode_index]
         plan = BatchPlan.from_modes(modes, c.num_frames, batch.clean.actions.shape[1], c.context_frames)
-        drop = torch.rand(c.batch_size, generator=self.generator) < c.instruction_dropout
+        drop = torch.rand(c.batch_size, generator=self.rng) < c.instruction_dropout
         batch.reasoner = _drop_instructions(batch.reasoner, drop)
         # Inverse dynamics labels video alone: its samples never see proprioception.
         is_id = torch.tensor([m is Mode.INVERSE_DYNAMICS for m in modes])
         batch.reasoner.state = batch.reasoner.state * ~is_id[:, None]
-        noise = draw_noise(batch.clean, self.generator, c.time_shift)
+        noise = draw_noise(batch.clean, self.rng, c.time_shift)
         return batch, plan, modes, noise
 
     def train_step(self) -> dict[str, float]:

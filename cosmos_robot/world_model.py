@@ -240,7 +240,7 @@ class WorldActionModel:
             )
         actions = self._vectors(actions, "actions", entry.embodiment.action_dim, b, horizon)
         state = None if states is None else self._vectors(states, "states", entry.embodiment.state_dim, b, None)
-        generator = torch.Generator().manual_seed(seed)
+        rng = torch.Generator().manual_seed(seed)
         context = frames[:, -self.context_frames :]
         context_tokens = self._encode(context)
         reference, reference_tokens = np.asarray(context[:, -1]), context_tokens[:, -1]
@@ -276,8 +276,8 @@ class WorldActionModel:
             )
             template = self._template(entry, b, tokens, actions_norm, states_norm, start_time)
             plan = make_plan(Mode.FORWARD_DYNAMICS, self.num_frames, self.num_frames - 1, self.context_frames)
-            sample = sample_plan(self.network, reasoner, template, plan, steps=steps, generator=generator)
-            gen = sample.generator
+            sample = sample_plan(self.network, reasoner, template, plan, steps=steps, rng=rng)
+            gen = sample.tokens
             future_tokens = gen.frames[:, self.context_frames :]
             future = (
                 self._decode_against(future_tokens, reference, reference_tokens)
@@ -349,7 +349,7 @@ class WorldActionModel:
         padded = np.concatenate([frames, np.repeat(frames[:, -1:], max(0, t - n), 1)], 1)
         starts = window_starts(padded.shape[1], t, stride)
         plan = make_plan(Mode.INVERSE_DYNAMICS, t, t - 1, self.context_frames)
-        generator = torch.Generator().manual_seed(seed)
+        rng = torch.Generator().manual_seed(seed)
         chunks = []
         per_call = max(1, batch_windows // b)
         for first in range(0, len(starts), per_call):
@@ -362,8 +362,8 @@ class WorldActionModel:
             start_time = np.repeat(np.asarray(chunk_starts, dtype=np.float64)[None] / self.fps, b, 0).reshape(-1)
             reasoner = self._reasoner(entry, windows[:, : self.context_frames], None, None, start_time)
             template = self._template(entry, bw, self._encode(windows), zeros_a, zeros_s, start_time)
-            sample = sample_plan(self.network, reasoner, template, plan, steps=steps, generator=generator)
-            out = sample.generator.actions[..., : entry.embodiment.action_dim].cpu().numpy()  # (bw, t-1, A)
+            sample = sample_plan(self.network, reasoner, template, plan, steps=steps, rng=rng)
+            out = sample.tokens.actions[..., : entry.embodiment.action_dim].cpu().numpy()  # (bw, t-1, A)
             chunks.append(out.reshape(b, len(chunk_starts), t - 1, -1))
         pred = np.concatenate(chunks, 1)
         if not normalized:
@@ -457,7 +457,7 @@ class WorldActionModel:
         guided = guidance_scale != 1.0
         template = self._template(entry, b, tokens, zeros_a, states_norm, start_time)
         plan = make_plan(Mode.POLICY, t, t - 1, self.context_frames)
-        generator = torch.Generator().manual_seed(seed)
+        rng = torch.Generator().manual_seed(seed)
         gen = sample_plan(
             self.network,
             reasoner,
@@ -465,10 +465,10 @@ class WorldActionModel:
             plan,
             steps=1 if action_estimate == "mean" else steps,
             use_cache=use_cache,
-            generator=generator,
+            rng=rng,
             cfg_scale=float(guidance_scale) if guided else None,
             uncond_reasoner=self._reasoner(entry, observed, state, "", start_time) if guided else None,
-        ).generator
+        ).tokens
         actions = gen.actions[:, self.context_frames - 1 :, : entry.embodiment.action_dim].cpu().numpy()
         if action_estimate == "mean":
             # One Euler step from t = 1 lands on the x0 estimate; now draw the frames those actions produce.
@@ -482,8 +482,8 @@ class WorldActionModel:
                 fd_plan,
                 steps=steps,
                 use_cache=use_cache,
-                generator=generator,
-            ).generator
+                rng=rng,
+            ).tokens
         future_tokens = gen.frames[:, self.context_frames :]
         future = (
             self._decode_against(future_tokens, np.asarray(frame), observed_tokens[:, -1])

@@ -190,12 +190,12 @@ class TrainingSet:
             )
         self.processor = Processor(self.config, {name: d.entry for name, d in self.data.items()})
 
-    def draw(self, batch_size: int, generator: torch.Generator, split: str = "train") -> list[tuple[str, int]]:
+    def draw(self, batch_size: int, rng: torch.Generator, split: str = "train") -> list[tuple[str, int]]:
         """(embodiment, window index) for a batch, embodiments in proportion to their windows."""
         names = sorted(self.data)
         sizes = torch.tensor([len(getattr(self.data[n], split)) for n in names], dtype=torch.float64)
-        which = torch.multinomial(sizes / sizes.sum(), batch_size, replacement=True, generator=generator)
-        return [(names[int(w)], int(torch.randint(int(sizes[w]), (1,), generator=generator))) for w in which]
+        which = torch.multinomial(sizes / sizes.sum(), batch_size, replacement=True, generator=rng)
+        return [(names[int(w)], int(torch.randint(int(sizes[w]), (1,), generator=rng))) for w in which]
 
     def demonstrations(self, chunk: int, split: str = "train") -> PriorBatch:
         """Every window of the episodes recorded under their embodiment's default task (the expert's, in

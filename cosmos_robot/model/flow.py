@@ -33,11 +33,11 @@ def shift_time(u: torch.Tensor, shift: float) -> torch.Tensor:
 def sample_time(
     shape: tuple[int, ...],
     shift: float = 1.0,
-    generator: torch.Generator | None = None,
+    rng: torch.Generator | None = None,
     device: torch.device | str = "cpu",
 ) -> torch.Tensor:
     """Logit-normal times in (0, 1), then shifted."""
-    u = torch.sigmoid(torch.randn(shape, generator=generator, device=device))
+    u = torch.sigmoid(torch.randn(shape, generator=rng, device=device))
     return shift_time(u, shift)
 
 

@@ -63,19 +63,19 @@ class FlowNoise(TensorBatch):
     t_actions: torch.Tensor  # (B, 1)
 
 
-def draw_noise(clean: GeneratorInputs, generator: torch.Generator | None = None, shift: float = 1.0) -> FlowNoise:
+def draw_noise(clean: GeneratorInputs, rng: torch.Generator | None = None, shift: float = 1.0) -> FlowNoise:
     """Gaussian noise for every generator value and independent frame/action flow times (logit-normal, shifted)."""
     b = clean.frames.shape[0]
 
     def randn(x: torch.Tensor) -> torch.Tensor:
-        return torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)
+        return torch.randn(x.shape, generator=rng, dtype=x.dtype).to(x.device)
 
     return FlowNoise(
         frames=randn(clean.frames),
         actions=randn(clean.actions) * clean.action_channels[:, None],
         states=randn(clean.states) * clean.state_channels[:, None],
-        t_frames=sample_time((b, 1), shift, generator).to(clean.frames.device),
-        t_actions=sample_time((b, 1), shift, generator).to(clean.frames.device),
+        t_frames=sample_time((b, 1), shift, rng).to(clean.frames.device),
+        t_actions=sample_time((b, 1), shift, rng).to(clean.frames.device),
     )
 
 

@@ -21,7 +21,7 @@ from cosmos_robot.model.plan import Plan
 class Sample:
     """Generated window (clean values everywhere) and the heads read from a final clean pass."""
 
-    generator: GeneratorInputs
+    tokens: GeneratorInputs
     heads: GeneratorOutputs
 
 
@@ -70,7 +70,7 @@ def sample_plan(
     steps: int = 10,
     shift: float = 1.0,
     use_cache: bool = True,
-    generator: torch.Generator | None = None,
+    rng: torch.Generator | None = None,
     cfg_scale: float | None = None,
     uncond_reasoner: ReasonerInputs | None = None,
 ) -> Sample:
@@ -84,7 +84,7 @@ def sample_plan(
         steps: Euler steps.
         shift: time shift of the schedule.
         use_cache: run the reasoner once (True) or at every step (False, for comparison).
-        generator: seeds the starting noise.
+        rng: seeds the starting noise.
         cfg_scale: classifier-free guidance on the instruction; needs ``uncond_reasoner``.
         uncond_reasoner: the request without its instruction.
     """
@@ -95,7 +95,7 @@ def sample_plan(
     noisy = packer.token_flags(plan, b).to(template.frames.device)
     channels = packer.channel_mask(template).to(template.frames.device)
     clean = packer.pack(template.frames, template.actions, template.states) * channels
-    noise = torch.randn(clean.shape, generator=generator, dtype=clean.dtype).to(clean.device) * channels
+    noise = torch.randn(clean.shape, generator=rng, dtype=clean.dtype).to(clean.device) * channels
 
     caches = None
     if use_cache:
@@ -120,7 +120,7 @@ def sample_plan(
 
     x0 = euler_sample(velocity, noise, clean, noisy, steps=steps, shift=shift)
     result = _with_values(template, packer, x0, torch.zeros_like(x0[..., :1]))
-    return Sample(generator=result, heads=predict(result, 0))
+    return Sample(tokens=result, heads=predict(result, 0))
 
 
 def _with_values(template: GeneratorInputs, packer: Packer, x: torch.Tensor, t: torch.Tensor) -> GeneratorInputs:

@@ -16,10 +16,10 @@ def test_cached_sampling_equals_uncached(mode):
     net = perturbed_network()
     reasoner, gen = example_inputs(net.config, batch=2, num_frames=4, num_actions=3, context_frames=1)
     plan = make_plan(mode, 4, 3)
-    a = sample_plan(net, reasoner, gen, plan, steps=4, use_cache=True, generator=torch.Generator().manual_seed(0))
-    b = sample_plan(net, reasoner, gen, plan, steps=4, use_cache=False, generator=torch.Generator().manual_seed(0))
+    a = sample_plan(net, reasoner, gen, plan, steps=4, use_cache=True, rng=torch.Generator().manual_seed(0))
+    b = sample_plan(net, reasoner, gen, plan, steps=4, use_cache=False, rng=torch.Generator().manual_seed(0))
     for name in ("frames", "actions", "states"):
-        torch.testing.assert_close(getattr(a.generator, name), getattr(b.generator, name), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(getattr(a.tokens, name), getattr(b.tokens, name), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(a.heads.reward, b.heads.reward, atol=1e-5, rtol=1e-5)
 
 
@@ -27,7 +27,7 @@ def test_clean_tokens_are_kept_and_noisy_ones_generated():
     net = perturbed_network()
     reasoner, gen = example_inputs(net.config, batch=1)
     plan = make_plan(Mode.POLICY, 4, 3)
-    out = sample_plan(net, reasoner, gen, plan, steps=3).generator
+    out = sample_plan(net, reasoner, gen, plan, steps=3).tokens
     torch.testing.assert_close(out.frames[:, 0], gen.frames[:, 0])
     assert (out.frames[:, 1:] - gen.frames[:, 1:]).abs().max() > 1e-3
     assert (out.actions - gen.actions).abs().max() > 1e-3
@@ -48,7 +48,7 @@ def test_guidance_needs_an_unconditional_request_and_changes_the_result():
         )
     )
     seed = 0
-    plain = sample_plan(net, reasoner, gen, plan, steps=3, generator=torch.Generator().manual_seed(seed))
+    plain = sample_plan(net, reasoner, gen, plan, steps=3, rng=torch.Generator().manual_seed(seed))
     guided = sample_plan(
         net,
         reasoner,
@@ -57,9 +57,9 @@ def test_guidance_needs_an_unconditional_request_and_changes_the_result():
         steps=3,
         cfg_scale=3.0,
         uncond_reasoner=uncond,
-        generator=torch.Generator().manual_seed(seed),
+        rng=torch.Generator().manual_seed(seed),
     )
-    assert (plain.generator.actions - guided.generator.actions).abs().max() > 1e-4
+    assert (plain.tokens.actions - guided.tokens.actions).abs().max() > 1e-4
     same = sample_plan(
         net,
         reasoner,
@@ -68,6 +68,6 @@ def test_guidance_needs_an_unconditional_request_and_changes_the_result():
         steps=3,
         cfg_scale=1.0,
         uncond_reasoner=uncond,
-        generator=torch.Generator().manual_seed(seed),
+        rng=torch.Generator().manual_seed(seed),
     )
-    torch.testing.assert_close(same.generator.actions, plain.generator.actions, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(same.tokens.actions, plain.tokens.actions, atol=1e-5, rtol=1e-5)
