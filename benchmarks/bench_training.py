@@ -47,7 +47,7 @@ def main() -> None:
         data_dir = Path(tmp) / "data"
         prepare_data(get_recipe("smoke"), data_dir, progress=False)
         common = ["train", "--recipe", "smoke", "--data-dir", str(data_dir), "--preset", args.preset,
-                  "--steps", str(steps), "--batch-size", str(args.batch_size)]  # fmt: skip
+                  "--train-steps", str(steps), "--batch-size", str(args.batch_size)]  # fmt: skip
         single = samples_per_s(
             [sys.executable, "-m", "cosmos_robot.cli", *common, "--threads", "2", "--out", f"{tmp}/one"], env
         )

@@ -96,7 +96,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--datasets", nargs="+", default=[], help="LeRobot dataset folders or zarr stores")
     p.add_argument("--out", required=True, help="checkpoint folder (rewritten atomically during training)")
     p.add_argument("--preset", help="model size: tiny, small, base")
-    p.add_argument("--steps", type=int, help="optimiser steps")
+    p.add_argument("--train-steps", type=int, help="optimiser steps of the world model")
     p.add_argument("--batch-size", type=int, help="global batch (split across torchrun processes)")
     p.add_argument("--lr", type=float, help="peak learning rate")
     p.add_argument("--seed", type=int, help="seeds everything")
@@ -121,7 +121,7 @@ def _run_train(args: argparse.Namespace) -> None:
         datasets = prepare_data(recipe, args.data_dir) + datasets
     overrides = {
         "preset": args.preset,
-        "steps": args.steps,
+        "steps": args.train_steps,
         "batch_size": args.batch_size,
         "lr": args.lr,
         "seed": args.seed,
@@ -150,7 +150,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     off.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
     off.add_argument("--dataset", required=True, help="LeRobot dataset or zarr store (held-out episodes)")
     off.add_argument("--episodes", type=int, help="evaluate the first N episodes (default: all)")
-    off.add_argument("--steps", type=int, default=10, help="Euler steps per model call")
+    off.add_argument("--denoising-steps", type=int, default=10, help="Euler steps per model call")
     off.add_argument("--json", required=True, help="write the metrics here")
     off.set_defaults(run=_run_eval_offline)
 
@@ -167,7 +167,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
 
     rl = kinds.add_parser("imagination-rl", help="PPO trained in the learned env vs in MuJoCo, both run in MuJoCo")
     _add_model_args(rl, embodiment=False)
-    rl.add_argument("--steps", type=int, default=16_384, help="PPO environment steps in each world")
+    rl.add_argument("--ppo-steps", type=int, default=16_384, help="PPO environment steps in each world")
     rl.add_argument("--eval-episodes", type=int, default=16, help="MuJoCo episodes per trained policy")
     rl.set_defaults(run=_run_eval_imagination_rl)
 
@@ -181,7 +181,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     )
     pol.add_argument("--episodes", type=int, default=10, help="seeded episodes")
     pol.add_argument("--seed", type=int, default=None, help="seed of the first episode (default: the eval seeds)")
-    pol.add_argument("--steps", type=int, default=10, help="denoising steps per chunk (model)")
+    pol.add_argument("--denoising-steps", type=int, default=10, help="denoising steps per chunk (model)")
     pol.add_argument("--execute-steps", type=int, help="actions executed per chunk before replanning (model)")
     pol.add_argument("--temporal-ensemble", type=float, help="replan every step, ensemble with this coefficient")
     pol.add_argument(
@@ -195,7 +195,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     lab.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
     lab.add_argument("--env", default="cosmos_robot/PushBlockPoint-v0", help="a PushBlock id")
     lab.add_argument("--episodes", type=int, default=10, help="seeded episodes (half expert, half noisy)")
-    lab.add_argument("--steps", type=int, default=10, help="denoising steps")
+    lab.add_argument("--denoising-steps", type=int, default=10, help="denoising steps")
     lab.add_argument("--stride", type=int, default=1, help="frames between window starts")
     lab.add_argument("--baseline-data", nargs="*", help="datasets to train the supervised frame-pair baseline on")
     lab.add_argument("--baseline-seconds", type=float, default=120.0, help="CPU seconds for the baseline")
@@ -263,7 +263,7 @@ def _run_eval_label(args: argparse.Namespace) -> None:
         embodiment,
         args.env,
         episodes=args.episodes,
-        steps=args.steps,
+        steps=args.denoising_steps,
         stride=args.stride,
         baseline_data=args.baseline_data,
         baseline_seconds=args.baseline_seconds,
@@ -284,7 +284,7 @@ def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
 
     model = WorldActionModel.from_pretrained(args.checkpoint)
     result = evaluate_imagination_rl(
-        model, steps=args.steps, eval_episodes=args.eval_episodes, sampling_steps=args.sampling_steps or 2
+        model, steps=args.ppo_steps, eval_episodes=args.eval_episodes, sampling_steps=args.sampling_steps or 2
     )
     _write_json(args.json, result)
     print(
@@ -303,7 +303,7 @@ def _run_eval_policy(args: argparse.Namespace) -> None:
 
     push_block_embodiment(args.env)  # a clear error before anything loads
     model_kwargs = {
-        "steps": args.steps,
+        "steps": args.denoising_steps,
         "execute_steps": args.execute_steps,
         "temporal_ensemble": args.temporal_ensemble,
         "guidance_scale": args.guidance_scale,
@@ -330,7 +330,7 @@ def _run_eval_offline(args: argparse.Namespace) -> None:
     from cosmos_robot.world_model import WorldActionModel
 
     model = WorldActionModel.from_pretrained(args.checkpoint)
-    metrics = evaluate_offline(model, args.dataset, episodes=args.episodes, steps=args.steps)
+    metrics = evaluate_offline(model, args.dataset, episodes=args.episodes, steps=args.denoising_steps)
     _write_json(args.json, metrics)
     fd = ", ".join(f"{p:.1f}/{c:.1f}" for p, c in zip(metrics["fd_psnr"], metrics["fd_psnr_copy_last"], strict=True))
     print(
@@ -347,9 +347,8 @@ def _add_label(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--embodiment", required=True, help="an embodiment of the model, or 'latent' (shared space)")
     p.add_argument("--out", required=True, help="the new dataset's folder")
     p.add_argument("--fps", type=float, help="frame rate, when the video does not state it")
-    p.add_argument("--window", type=int, help="frames per window (must be the model's)")
     p.add_argument("--stride", type=int, default=1, help="frames between window starts")
-    p.add_argument("--steps", type=int, default=10, help="denoising steps")
+    p.add_argument("--denoising-steps", type=int, default=10, help="denoising steps")
     p.add_argument("--task", help="task string written with every frame")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     p.set_defaults(run=_run_label)
@@ -364,9 +363,8 @@ def _run_label(args: argparse.Namespace) -> None:
         args.embodiment,
         args.out,
         fps=args.fps,
-        window=args.window,
         stride=args.stride,
-        steps=args.steps,
+        steps=args.denoising_steps,
         task=args.task,
         overwrite=args.overwrite,
     )

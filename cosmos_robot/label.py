@@ -102,7 +102,6 @@ def label(
     out: str | os.PathLike,
     *,
     fps: float | None = None,
-    window: int | None = None,
     stride: int = 1,
     steps: int = 10,
     seed: int = 0,
@@ -119,8 +118,6 @@ def label(
         embodiment: one of the model's embodiments, or ``"latent"`` for shared-space actions.
         out: the new dataset's root (must not exist unless ``overwrite``).
         fps: the source's frame rate when the file does not say (or to override it).
-        window: frames per inverse-dynamics window; the model's window (the default) is the only one
-            it was trained on, so any other value is an error.
         stride: frames between window starts (1 = every window, the most averaging).
         steps: denoising steps.
         seed: seeds the sampling noise.
@@ -131,6 +128,8 @@ def label(
         progress: show a progress bar.
     """
     model = load_world_model(checkpoint)
+    if not isinstance(stride, int) or not 1 <= stride < model.num_frames:
+        raise ValueError(f"stride={stride!r}; expected an integer in 1..{model.num_frames - 1}")
     source, out = Path(source), Path(out)
     if out.resolve() == source.resolve() or source.resolve() in out.resolve().parents:
         raise ValueError(f"out={str(out)!r} is inside the source; expected a new folder (the source is never modified)")
@@ -142,8 +141,6 @@ def label(
         raise ValueError(f"embodiment={embodiment!r} is unknown; expected one of {model.embodiments} or 'latent'")
     else:
         reference = embodiment
-    if window is not None and window != model.num_frames:
-        raise ValueError(f"window={window}; this model's inverse dynamics reads {model.num_frames}-frame windows")
     clips, source_fps = read_clips(source, model.fps, model.image_size, fps=fps, task=task)
     for clip in clips:
         if len(clip.frames) < model.num_frames:

@@ -76,7 +76,7 @@ def test_labels_an_action_less_lerobot_dataset_from_the_cli(smoke_checkpoint, tm
         writer.save_episode()
     before = checksum(source)
     out = tmp_path / "labeled"
-    args = [str(source), "--checkpoint", str(smoke_checkpoint), "--embodiment", "arm2", "--steps", "1"]
+    args = [str(source), "--checkpoint", str(smoke_checkpoint), "--embodiment", "arm2", "--denoising-steps", "1"]
     assert main(["label", *args, "--out", str(out)]) == 0
     data = read_lerobot(out)
     assert data.num_frames == 8 and data.tasks == ["push it"] and data.robot_type == "arm2"
@@ -85,12 +85,21 @@ def test_labels_an_action_less_lerobot_dataset_from_the_cli(smoke_checkpoint, tm
 
 def test_cli_label_and_one_line_errors(smoke_checkpoint, videos, tmp_path, capsys):
     out = tmp_path / "cli_labeled"
-    args = ["label", str(videos), "--checkpoint", str(smoke_checkpoint), "--embodiment", "point", "--steps", "1"]
+    args = [
+        "label",
+        str(videos),
+        "--checkpoint",
+        str(smoke_checkpoint),
+        "--embodiment",
+        "point",
+        "--denoising-steps",
+        "1",
+    ]
     assert main([*args, "--out", str(out)]) == 0 and (out / "meta" / "info.json").is_file()
     capsys.readouterr()
     cases = {
         "unknown embodiment": (["--embodiment", "cartpole"], "cartpole"),
-        "window": (["--window", "3"], "window=3"),
+        "stride": (["--overwrite", "--stride", "9"], "stride=9"),
         "existing out": ([], "already exists"),
     }
     for extra, expected in cases.values():

@@ -54,7 +54,7 @@ def test_resume_without_a_checkpoint_is_a_clear_error(smoke_data, tmp_path):
 def test_ddp_with_two_processes_matches_one_process(smoke_data, tmp_path):
     env = os.environ | {"OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
     data_dir = str(Path(smoke_data[0]).parent)  # the smoke recipe finds its datasets there and collects nothing
-    common = ["--recipe", "smoke", "--data-dir", data_dir, "--steps", "6", "--batch-size", "4", "--threads", "1"]
+    common = ["--recipe", "smoke", "--data-dir", data_dir, "--train-steps", "6", "--batch-size", "4", "--threads", "1"]
     single = subprocess.run(
         [sys.executable, "-m", "cosmos_robot.cli", "train", *common, "--out", str(tmp_path / "one")],
         capture_output=True,

@@ -35,7 +35,7 @@ def test_the_model_policy_runs_closed_loop_and_its_recording_verifies(smoke_chec
     rrd = tmp_path / "policy.rrd"
     out = tmp_path / "policy.json"
     code = main(
-        ["eval", "policy", "--checkpoint", str(smoke_checkpoint), "--episodes", "1", "--steps", "2"]
+        ["eval", "policy", "--checkpoint", str(smoke_checkpoint), "--episodes", "1", "--denoising-steps", "2"]
         + ["--guidance-scale", "1.0", "--rerun", str(rrd), "--json", str(out)]
     )
     assert code == 0

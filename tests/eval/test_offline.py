@@ -43,7 +43,7 @@ def test_eval_cli_writes_json(smoke_checkpoint, smoke_data, tmp_path):
             smoke_data[1],
             "--episodes",
             "1",
-            "--steps",
+            "--denoising-steps",
             "1",
             "--json",
             str(out),
