@@ -9,6 +9,7 @@ from cosmos_robot.autoencoder_training import reconstruction_psnr, train_autoenc
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 
 
+@pytest.mark.slow
 def test_autoencoder_learns_push_block_frames(push_block_frames):
     torch.manual_seed(0)
     ae = FrameAutoencoder(latent_channels=8)

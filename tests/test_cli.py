@@ -21,6 +21,7 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -48,6 +49,7 @@ def test_existing_out_is_refused_without_overwrite(tmp_path, capsys):
     assert "already exists" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_collect_prints_a_summary_and_writes_a_dataset(tmp_path):
     out = tmp_path / "ds"
     result = run_cli(
@@ -68,6 +70,7 @@ def test_collect_prints_a_summary_and_writes_a_dataset(tmp_path):
     assert (tmp_path / "s.json").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_interrupted_collect_leaves_no_dataset_at_out(tmp_path, sig):
     out = tmp_path / "ds"
@@ -104,6 +107,7 @@ def test_interrupted_collect_leaves_no_dataset_at_out(tmp_path, sig):
         assert leftovers == []
 
 
+@pytest.mark.slow
 def test_convert_round_trip_from_the_cli(point_images_dataset, tmp_path):
     store, back = tmp_path / "s.zarr", tmp_path / "back"
     assert run_cli("convert", str(point_images_dataset), str(store)).returncode == 0

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cosmos_robot.cli import main
 from cosmos_robot.datasets.lerobot_io import load_lerobot
 
@@ -16,6 +18,7 @@ METRICS = {
 }
 
 
+@pytest.mark.slow
 def test_the_demo_writes_the_report_the_plots_and_a_verified_recording(smoke_checkpoint, tmp_path, capsys):
     out = tmp_path / "demo_out"
     assert main(["demo", "--out", str(out), "--checkpoint", str(smoke_checkpoint), "--quick"]) == 0

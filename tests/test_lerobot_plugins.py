@@ -60,6 +60,7 @@ def test_a_bad_env_task_is_a_clear_error(registered):
         EnvConfig.get_choice_class("pushblock")(task="Nope-v0")
 
 
+@pytest.mark.slow
 def test_lerobot_eval_runs_our_policy_in_our_env(smoke_checkpoint, tmp_path):
     out = tmp_path / "eval"
     cli = Path(sys.executable).with_name("lerobot-eval")

@@ -51,6 +51,7 @@ def test_resume_without_a_checkpoint_is_a_clear_error(smoke_data, tmp_path):
         Trainer(smoke_config(smoke_data, tmp_path / "none"), resume=True, progress=False)
 
 
+@pytest.mark.slow
 def test_ddp_with_two_processes_matches_one_process(smoke_data, tmp_path):
     env = os.environ | {"OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
     data_dir = str(Path(smoke_data[0]).parent)  # the smoke recipe finds its datasets there and collects nothing

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 
+@runtime_checkable
 class Policy(Protocol):
     """The small protocol evaluation talks to: ``reset`` at episode start, ``act`` every step."""
 

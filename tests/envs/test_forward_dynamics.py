@@ -169,6 +169,7 @@ def test_make_vec_uses_the_batched_env(smoke_checkpoint):
     envs.close()
 
 
+@pytest.mark.slow
 def test_ppo_trains_on_it(smoke_checkpoint):
     from stable_baselines3 import PPO
 

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from cosmos_robot.cli import main
 from cosmos_robot.envs import push_block_embodiment
 from cosmos_robot.eval.closed_loop import evaluate_policy, make_policy
-from cosmos_robot.eval.recording import PolicyRecorder
+from tests.eval.test_recording import rerun_verify
 
 POINT = "cosmos_robot/PushBlockPoint-v0"
 
@@ -26,11 +22,7 @@ def test_the_expert_succeeds_and_random_does_not_on_the_same_starts():
     assert expert["mean_return"] > random["mean_return"]
 
 
-def rerun_verify(path: Path) -> subprocess.CompletedProcess:
-    rerun = Path(sys.executable).with_name("rerun")
-    return subprocess.run([str(rerun), "rrd", "verify", str(path)], capture_output=True, text=True, timeout=120)
-
-
+@pytest.mark.slow
 def test_the_model_policy_runs_closed_loop_and_its_recording_verifies(smoke_checkpoint, tmp_path):
     rrd = tmp_path / "policy.rrd"
     out = tmp_path / "policy.json"
@@ -40,32 +32,16 @@ def test_the_model_policy_runs_closed_loop_and_its_recording_verifies(smoke_chec
     )
     assert code == 0
     result = json.loads(out.read_text())
-    assert result["episodes"] == 1 and 0.0 <= result["success_rate"] <= 1.0
-    assert result["per_episode"][0]["length"] >= 1
+    assert result["episodes"] == 1 and result["per_episode"][0]["length"] >= 1
+    assert result["success_rate"] == float(result["per_episode"][0]["success"])
     assert rrd.is_file() and not list(tmp_path.glob(".*.tmp"))
     check = rerun_verify(rrd)
     assert check.returncode == 0, check.stderr
-
-
-def test_a_recording_holds_real_and_imagined_frames(smoke_checkpoint, tmp_path):
-    policy = make_policy("model", POINT, str(smoke_checkpoint), steps=2)
-    recorder = PolicyRecorder(tmp_path / "r.rrd", fps=10)
-    result = evaluate_policy(policy, POINT, episodes=1, recorder=recorder, progress=False)
-    path = recorder.close()
-    rerun = Path(sys.executable).with_name("rerun")
-    printed = subprocess.run([str(rerun), "rrd", "print", str(path)], capture_output=True, text=True, timeout=120)
-    entities = set(re.findall(r" - (/[\w/]+) - ", printed.stdout))
-    assert {"/camera/real", "/camera/imagined", "/action/0", "/state/0", "/success", "/episodes"} <= entities
-    # Imagined frames: one per predicted step inside the episode (chunks of 4 from steps 0, 4, ...).
-    length = result["per_episode"][0]["length"]
-    imagined_rows = sum(int(n) for n in re.findall(r"with (\d+) rows .* - /camera/imagined - ", printed.stdout))
-    assert imagined_rows == length
 
 
 def test_bad_input_is_one_line_and_non_zero(tmp_path, capsys):
     assert main(["eval", "policy", "--env", "CartPole-v1", "--json", str(tmp_path / "x.json")]) != 0
     assert "is not a PushBlock env" in capsys.readouterr().err
     assert main(["eval", "policy", "--policy", "oracle", "--json", str(tmp_path / "x.json")]) != 0
-    with pytest.raises(ValueError, match="ending in .rrd"):
-        PolicyRecorder(tmp_path / "r.mp4", fps=10)
+
     assert push_block_embodiment(POINT) == "point"

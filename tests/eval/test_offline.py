@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from cosmos_robot.eval.offline import evaluate_offline, r2_per_dim
 from cosmos_robot.world_model import WorldActionModel
@@ -28,6 +29,7 @@ def test_offline_metrics_on_a_smoke_model(smoke_checkpoint, smoke_data):
     assert metrics["embodiment"] == "point"
 
 
+@pytest.mark.slow
 def test_eval_cli_writes_json(smoke_checkpoint, smoke_data, tmp_path):
     out = tmp_path / "m.json"
     result = subprocess.run(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import cosmos_robot.model.stems as stems
-from cosmos_robot.model.action_prior import PRIOR_CHUNK, STATE_FREQUENCIES
+from cosmos_robot.model.action_prior import PRIOR_CHUNK
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.example_inputs import example_inputs, example_prior_batch, example_transition_batch
 from cosmos_robot.model.network import WorldActionNetwork
@@ -129,19 +129,6 @@ def test_the_priors_train_on_their_own_batches_beside_the_network():
     torch.testing.assert_close(out.x0[0], net(reasoner, gen).x0[0])
     # Without their batches, no prior output (and no cost).
     assert TrainingModule(net)(reasoner, gen)[1:] == (None, None)
-
-
-def test_the_action_prior_reads_sinusoidal_state_features():
-    net = perturbed_network()
-    prior, width = net.action_prior, net.config.state_width
-    keypoints = 2 * 16
-    assert prior.mlp[0].in_features == keypoints + width * (1 + 2 * STATE_FREQUENCIES)
-    with torch.no_grad():  # without the raw state columns, what is left are sin/cos of pi * 2^j * s: period 2
-        prior.mlp[0].weight[:, keypoints : keypoints + width] = 0
-    grid, domain = torch.randn(2, net.config.latent_channels, 8, 8), torch.zeros(2, dtype=torch.long)
-    state = torch.rand(2, width) * 2 - 1
-    torch.testing.assert_close(prior(grid, state, domain), prior(grid, state + 2.0, domain), atol=1e-4, rtol=1e-4)
-    assert (prior(grid, state, domain) - prior(grid, state + 0.5, domain)).abs().max() > 1e-3
 
 
 def test_untrained_network_starts_inverse_dynamics_from_the_inverse_prior():

@@ -53,13 +53,16 @@ def datasets(smoke_data, tmp_path_factory):
     return source, pixels
 
 
+@pytest.mark.slow
 def test_a_lerobot_diffusion_policy_runs_in_our_harness(datasets, tmp_path):
     _, pixels = datasets
     policy = make_policy("lerobot", POINT, str(lerobot_train(pixels, tmp_path / "run")))
     result = evaluate_policy(policy, POINT, episodes=1, progress=False)
-    assert result["per_episode"][0]["length"] >= 1 and 0.0 <= result["success_rate"] <= 1.0
+    assert result["per_episode"][0]["length"] >= 1
+    assert result["success_rate"] == float(result["per_episode"][0]["success"])
 
 
+@pytest.mark.slow
 def test_a_policy_that_reads_privileged_state_is_refused(datasets, tmp_path):
     source, _ = datasets
     path = lerobot_train(source, tmp_path / "run")

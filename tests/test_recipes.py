@@ -1,0 +1,26 @@
+"""Recipes: named, disjoint seeds per dataset, noisy data says so in its instruction, unknown names are errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from cosmos_robot.envs.push_block_scene import TASK
+from cosmos_robot.recipes import RECIPES, get_recipe
+
+
+def test_datasets_of_a_recipe_use_disjoint_seeds():
+    for name, recipe in RECIPES.items():
+        ranges = sorted((spec.seed, spec.seed + spec.episodes) for spec in recipe.datasets)
+        assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False)), name
+
+
+def test_the_default_recipe_records_experts_under_the_task_and_noisy_data_under_its_own():
+    recipe = get_recipe("default")
+    for spec in recipe.datasets:
+        assert (spec.task == TASK) == (spec.noise == 0.0), spec.name
+        assert spec.task.endswith(TASK)
+
+
+def test_an_unknown_recipe_names_the_known_ones():
+    with pytest.raises(ValueError, match="recipe='nope'.*'default'"):
+        get_recipe("nope")
