@@ -5,7 +5,7 @@ Importing the package registers its gymnasium environments (``cosmos_robot/PushB
 
 import os
 
-# MuJoCo picks its OpenGL backend when it is first imported; headless machines need EGL (FACTS.md).
+# MuJoCo picks its OpenGL backend when it is first imported; headless machines need EGL.
 # setdefault keeps a user's own choice (osmesa, glfw with a display).
 os.environ.setdefault("MUJOCO_GL", "egl")
 

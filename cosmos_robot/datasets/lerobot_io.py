@@ -26,7 +26,7 @@ from cosmos_robot.atomic import atomic_directory  # noqa: E402
 from cosmos_robot.datasets.episodes import EpisodeArrays  # noqa: E402
 from cosmos_robot.keys import LEROBOT_INDEX_KEYS, META_FILE  # noqa: E402
 
-VIDEO_BACKEND = "pyav"  # torchcodec needs system FFmpeg libraries these machines lack (FACTS.md)
+VIDEO_BACKEND = "pyav"  # torchcodec needs system FFmpeg libraries these machines lack
 
 
 def video_encoder() -> RGBEncoderConfig:

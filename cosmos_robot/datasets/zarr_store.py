@@ -12,7 +12,7 @@ Layout (diffusion_policy's replay buffer, with LeRobot's feature keys as array n
       attrs: fps, features, tasks, robot_type, meta (provenance)
 
 Chunks along time are about one episode long: appending and reading whole windows then touch one
-or two chunks (FACTS.md: fastest with episode-length chunks).
+or two chunks (measured: appending is fastest with episode-length chunks).
 """
 
 from __future__ import annotations

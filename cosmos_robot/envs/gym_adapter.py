@@ -4,7 +4,7 @@
 PushBlock's: ``pixels`` is the env's own ``rgb_array`` render at the requested size and camera,
 ``agent_pos`` its state vector (float32). Rendering is made cheap (no anti-aliasing, no shadows),
 ``info["is_success"]`` is always set, and the black-frame pitfall of recreating MuJoCo renderers in
-one process is handled (FACTS.md).
+one process is handled.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ CAMERA_PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
-# Success where the env has no notion of it; lerobot-eval counts a missing is_success as success (FACTS.md).
+# Success where the env has no notion of it; lerobot-eval counts a missing is_success as success.
 SUCCESS_FNS: dict[str, Callable[[dict[str, Any]], bool]] = {
     "Reacher-v5": lambda info: -float(info.get("reward_dist", -1.0)) < 0.02,
     "Pusher-v5": lambda info: -float(info.get("reward_dist", -1.0)) < 0.05,
@@ -107,7 +107,7 @@ class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
 
 def _make_rendering_cheap(base: Any) -> None:
-    """No anti-aliasing and no shadows: the two dominant CPU rendering costs (FACTS.md)."""
+    """No anti-aliasing and no shadows: the two dominant CPU rendering costs."""
     model = base.model
     model.vis.quality.offsamples = 0
     model.vis.quality.shadowsize = 0

@@ -37,7 +37,8 @@ class PushBlockEnv(gym.Env):
     ## Action Space
     Velocity commands, tracked by stiff MuJoCo velocity servos (kv=200 for the disc, kv=20 for the
     arm's light links), so the realised motion over a control step is the commanded one and actions
-    can be read back from video (DESIGN.md, "Commanded vs realised motion").
+    can be read back from video (with force control and inertia a frame pair would show the velocity,
+    not the command).
 
     | embodiment | index | action                       | min  | max | unit  |
     |------------|-------|------------------------------|------|-----|-------|
@@ -103,7 +104,7 @@ class PushBlockEnv(gym.Env):
         require_egl()
         self.model = mujoco.MjModel.from_xml_string(scene.scene_xml(embodiment))
         self.data = mujoco.MjData(self.model)
-        # Renderers freed late by the garbage collector can wipe a newer EGL context (FACTS.md): free them now.
+        # Renderers freed late by the garbage collector can wipe a newer EGL context: free them now.
         gc.collect()
         self._renderer = mujoco.Renderer(self.model, height=self.height, width=self.width)
 
@@ -215,7 +216,7 @@ class PushBlockEnv(gym.Env):
         return self._pixels.copy() if self._pixels is not None else self._render()
 
     def close(self) -> None:
-        """Free the renderer now rather than at garbage collection (FACTS.md black-frame pitfall)."""
+        """Free the renderer now rather than at garbage collection (a late free blanks a newer env's frames)."""
         if getattr(self, "_renderer", None) is not None:
             self._renderer.close()
             self._renderer = None

@@ -103,7 +103,7 @@ def scene_xml(embodiment: str) -> str:
   <compiler angle="radian"/>
   <option timestep="{PHYSICS_DT}" gravity="0 0 0" integrator="implicitfast"/>
   <visual>
-    <!-- no anti-aliasing and no shadows: the two dominant rendering costs on CPU (FACTS.md) -->
+    <!-- no anti-aliasing and no shadows: the two dominant rendering costs on CPU -->
     <quality shadowsize="0" offsamples="0"/>
     <headlight ambient="0.6 0.6 0.6" diffuse="0.4 0.4 0.4" specular="0 0 0"/>
     <global offwidth="512" offheight="512"/>

@@ -30,7 +30,7 @@ def test_reacher_wrapper_passes_check_env():
 
 
 def test_recreating_envs_in_one_process_gives_non_black_frames():
-    # The FACTS.md pitfall: a late-freed renderer wipes the next env's context.
+    # The pitfall: a renderer freed late, at garbage collection, wipes the next env's context.
     for _ in range(4):
         env = make_env("Reacher-v5")
         obs, _ = env.reset(seed=1)

@@ -93,7 +93,7 @@ def test_frames_are_not_black_and_show_the_scene(embodiment):
 
 
 def test_a_full_speed_step_moves_the_pusher_several_pixels():
-    # DESIGN.md "Actions must be visible": a step must move the effector by pixels, not sub-pixels.
+    # Actions must be visible: a step must move the effector by pixels, not sub-pixels.
     env = PushBlockEnv("point")
     obs, _ = env.reset(seed=1)
 

@@ -47,7 +47,8 @@ def test_same_timestamp_same_temporal_rotation_across_modalities_and_rates():
 
 @pytest.mark.parametrize(("fps", "tcf", "k"), [(10, 1, 0), (10, 1, 7), (15, 1, 4), (24, 4, 3)])
 def test_temporal_positions_follow_the_cosmos3_formula(fps, tcf, k):
-    # FACTS.md: t = (k + start_offset) / (fps / tcf) * (base_fps / base_tcf) + offset, base 24 fps / tcf 4,
+    # Cosmos 3 (cosmos-framework, diffusers 0.42):
+    # t = (k + start_offset) / (fps / tcf) * (base_fps / base_tcf) + offset, base 24 fps / tcf 4,
     # with start_offset 1 for actions; ours is seconds * 6 + offset with the action at the frame it leads into.
     base = 24 / 4
     offset = 15000.0
