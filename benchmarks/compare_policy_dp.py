@@ -118,11 +118,11 @@ def main() -> None:
     ):
         policy = make_policy(kind, ENV_ID, checkpoint)
         result = evaluate_policy(policy, ENV_ID, episodes)
-        results[name] = {k: v for k, v in result.items() if k != "per_episode"}
-        results[f"success_{name}"] = result["success_rate"]
+        results[name] = {k: v for k, v in result.to_json().items() if k != "per_episode"}
+        results[f"success_{name}"] = result.success_rate
         print(
-            f"{name:<14} success {result['success_rate']:.2f}  mean return {result['mean_return']:7.2f}  "
-            f"mean length {result['mean_length']:5.1f}  {1000 * result['seconds_per_step']:6.1f} ms/step"
+            f"{name:<14} success {result.success_rate:.2f}  mean return {result.mean_return:7.2f}  "
+            f"mean length {result.mean_length:5.1f}  {1000 * result.seconds_per_step:6.1f} ms/step"
         )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

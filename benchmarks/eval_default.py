@@ -74,22 +74,22 @@ def main() -> None:
             progress=False,
             pixel_residual=not args.plain_decode,
         )
-        report[embodiment] = {"noisy": noisy, "expert": expert}
-        fd_gain = np.array(noisy["fd_psnr"]) - np.array(noisy["fd_psnr_copy_last"])
-        ratio = expert["policy_action_mse"] / expert["policy_action_mse_mean_baseline"]
+        report[embodiment] = {"noisy": noisy.to_json(), "expert": expert.to_json()}
+        fd_gain = np.array(noisy.fd_psnr) - np.array(noisy.fd_psnr_copy_last)
+        ratio = expert.policy_action_mse / expert.policy_action_mse_mean_baseline
         bars[f"{embodiment}_fd_beats_copy_last"] = bool(np.all(fd_gain > 0))
-        bars[f"{embodiment}_id_r2_ge_0.9"] = noisy["id_r2"] >= 0.9
+        bars[f"{embodiment}_id_r2_ge_0.9"] = noisy.id_r2 >= 0.9
         bars[f"{embodiment}_policy_mse_le_0.3x"] = ratio <= 0.3
         print(
             f"{embodiment}: FD PSNR (noisy) model "
-            + " ".join(f"{p:.1f}" for p in noisy["fd_psnr"])
+            + " ".join(f"{p:.1f}" for p in noisy.fd_psnr)
             + " | copy-last "
-            + " ".join(f"{p:.1f}" for p in noisy["fd_psnr_copy_last"])
+            + " ".join(f"{p:.1f}" for p in noisy.fd_psnr_copy_last)
         )
         print(
-            f"{embodiment}: ID R2 {noisy['id_r2']:.3f} (noisy), {expert['id_r2']:.3f} (expert); ID MSE "
-            f"{noisy['id_mse']:.4f}; policy MSE {expert['policy_action_mse']:.4f} vs mean-action "
-            f"{expert['policy_action_mse_mean_baseline']:.4f} (ratio {ratio:.2f})"
+            f"{embodiment}: ID R2 {noisy.id_r2:.3f} (noisy), {expert.id_r2:.3f} (expert); ID MSE "
+            f"{noisy.id_mse:.4f}; policy MSE {expert.policy_action_mse:.4f} vs mean-action "
+            f"{expert.policy_action_mse_mean_baseline:.4f} (ratio {ratio:.2f})"
         )
     for name, met in bars.items():
         print(f"  {'MET ' if met else 'MISS'} {name}")

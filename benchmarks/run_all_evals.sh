@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every number of the README's results tables, one command after another (nothing else should run on
+# Every number of docs/results.md's tables, one command after another (nothing else should run on
 # the machine meanwhile: timings and 2-core throughput depend on it). Writes JSON, text logs and plots
 # under out/results/. About 70 minutes on 2 cores, most of it the Diffusion Policy comparison's
 # training budget (20 minutes) and the two PPO runs.

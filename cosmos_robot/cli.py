@@ -225,14 +225,13 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
     result = evaluate_fd(
         model, args.embodiment, episodes=args.episodes, horizon=args.horizon, sampling_steps=args.sampling_steps or 4
     )
-    example = result.pop("_example")
-    _write_json(args.json, result)
+    _write_json(args.json, result.to_json())
     plot = plot_fd(result, Path(args.json).with_suffix(".png"))
-    strip = frame_strip(example["real"], example["imagined"], Path(args.json).with_suffix(".strip.png"))
+    strip = frame_strip(result.example["real"], result.example["imagined"], Path(args.json).with_suffix(".strip.png"))
     print(
-        f"{args.embodiment}: PSNR h1/h8/h{args.horizon} {result['psnr'][0]:.1f}/{result['psnr'][7]:.1f}/"
-        f"{result['psnr'][-1]:.1f} dB vs copy-last {result['psnr_copy_last'][0]:.1f}/{result['psnr_copy_last'][7]:.1f}/"
-        f"{result['psnr_copy_last'][-1]:.1f}; delta_psnr_shuffled {result['delta_psnr_shuffled']:.2f} dB; "
+        f"{args.embodiment}: PSNR h1/h8/h{args.horizon} {result.psnr[0]:.1f}/{result.psnr[7]:.1f}/"
+        f"{result.psnr[-1]:.1f} dB vs copy-last {result.psnr_copy_last[0]:.1f}/{result.psnr_copy_last[7]:.1f}/"
+        f"{result.psnr_copy_last[-1]:.1f}; delta_psnr_shuffled {result.delta_psnr_shuffled:.2f} dB; "
         f"written to {args.json}, {plot}, {strip}"
     )
 
@@ -243,11 +242,11 @@ def _run_eval_rank(args: argparse.Namespace) -> None:
 
     model = WorldActionModel.from_pretrained(args.checkpoint)
     result = evaluate_ranking(model, args.embodiment, episodes=args.episodes, sampling_steps=args.sampling_steps or 4)
-    _write_json(args.json, result)
+    _write_json(args.json, result.to_json())
     plot = plot_ranking(result, Path(args.json).with_suffix(".png"))
     print(
-        f"{args.embodiment}: spearman {result['spearman']:.3f} pearson {result['pearson']:.3f} (returns), "
-        f"spearman {result['spearman_success']:.3f} (success); written to {args.json}, {plot}"
+        f"{args.embodiment}: spearman {result.spearman:.3f} pearson {result.pearson:.3f} (returns), "
+        f"spearman {result.spearman_success:.3f} (success); written to {args.json}, {plot}"
     )
 
 
@@ -269,12 +268,11 @@ def _run_eval_label(args: argparse.Namespace) -> None:
         baseline_seconds=args.baseline_seconds,
     )
     plot = plot_labeling(result, Path(args.json).with_suffix(".png"))
-    result.pop("_example")
-    _write_json(args.json, result)
-    baseline = "n/a" if result["r2_baseline"] is None else f"{result['r2_baseline']:.3f}"
+    _write_json(args.json, result.to_json())
+    baseline = "n/a" if result.r2_baseline is None else f"{result.r2_baseline:.3f}"
     print(
-        f"{args.env}: R2 {result['r2']:.3f} (baseline {baseline}); replay success {result['replay_success_rate']:.2f}"
-        f" vs original {result['original_success_rate']:.2f}; written to {args.json}, {plot}"
+        f"{args.env}: R2 {result.r2:.3f} (baseline {baseline}); replay success {result.replay_success_rate:.2f}"
+        f" vs original {result.original_success_rate:.2f}; written to {args.json}, {plot}"
     )
 
 
@@ -286,11 +284,11 @@ def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
     result = evaluate_imagination_rl(
         model, steps=args.ppo_steps, eval_episodes=args.eval_episodes, sampling_steps=args.sampling_steps or 2
     )
-    _write_json(args.json, result)
+    _write_json(args.json, result.to_json())
     print(
-        f"real return: PPO in imagination {result['real_return_imagination_ppo']:.2f}, PPO in MuJoCo "
-        f"{result['real_return_mujoco_ppo']:.2f}, random {result['real_return_random']:.2f}; "
-        f"ratio_real_return {result['ratio_real_return']:.3f}; written to {args.json}"
+        f"real return: PPO in imagination {result.real_return_imagination_ppo:.2f}, PPO in MuJoCo "
+        f"{result.real_return_mujoco_ppo:.2f}, random {result.real_return_random:.2f}; "
+        f"ratio_real_return {result.ratio_real_return:.3f}; written to {args.json}"
     )
 
 
@@ -314,13 +312,13 @@ def _run_eval_policy(args: argparse.Namespace) -> None:
         policy, args.env, args.episodes, seed=EVAL_SEED if args.seed is None else args.seed, recorder=recorder
     )
     if recorder is not None:
-        result["rerun"] = str(recorder.close())
-    result["policy"] = args.policy
-    _write_json(args.json, result)
-    where = f"; recording: rerun {result['rerun']}" if recorder is not None else ""
+        result.rerun = str(recorder.close())
+    result.policy = args.policy
+    _write_json(args.json, result.to_json())
+    where = f"; recording: rerun {result.rerun}" if recorder is not None else ""
     print(
-        f"{args.policy} in {args.env}: success_rate {result['success_rate']:.2f}, mean return "
-        f"{result['mean_return']:.2f}, mean length {result['mean_length']:.1f} over {args.episodes} episodes; "
+        f"{args.policy} in {args.env}: success_rate {result.success_rate:.2f}, mean return "
+        f"{result.mean_return:.2f}, mean length {result.mean_length:.1f} over {args.episodes} episodes; "
         f"written to {args.json}{where}"
     )
 
@@ -331,12 +329,12 @@ def _run_eval_offline(args: argparse.Namespace) -> None:
 
     model = WorldActionModel.from_pretrained(args.checkpoint)
     metrics = evaluate_offline(model, args.dataset, episodes=args.episodes, steps=args.denoising_steps)
-    _write_json(args.json, metrics)
-    fd = ", ".join(f"{p:.1f}/{c:.1f}" for p, c in zip(metrics["fd_psnr"], metrics["fd_psnr_copy_last"], strict=True))
+    _write_json(args.json, metrics.to_json())
+    fd = ", ".join(f"{p:.1f}/{c:.1f}" for p, c in zip(metrics.fd_psnr, metrics.fd_psnr_copy_last, strict=True))
     print(
-        f"{metrics['embodiment']}: FD PSNR model/copy-last per horizon {fd}; ID R2 {metrics['id_r2']:.3f} "
-        f"MSE {metrics['id_mse']:.4f}; policy MSE {metrics['policy_action_mse']:.4f} vs mean-action "
-        f"{metrics['policy_action_mse_mean_baseline']:.4f}; written to {args.json}"
+        f"{metrics.embodiment}: FD PSNR model/copy-last per horizon {fd}; ID R2 {metrics.id_r2:.3f} "
+        f"MSE {metrics.id_mse:.4f}; policy MSE {metrics.policy_action_mse:.4f} vs mean-action "
+        f"{metrics.policy_action_mse_mean_baseline:.4f}; written to {args.json}"
     )
 
 

@@ -97,10 +97,9 @@ def run_demo(
             sampling_steps=size.sampling_steps,
             progress=progress,
         )
-        example = fd.pop("_example")
         plot_fd(fd, out / f"fd_{embodiment}.png")
-        frame_strip(example["real"], example["imagined"], out / f"fd_strip_{embodiment}.png")
-        report["forward_dynamics"][embodiment] = fd
+        frame_strip(fd.example["real"], fd.example["imagined"], out / f"fd_strip_{embodiment}.png")
+        report["forward_dynamics"][embodiment] = fd.to_json()
         report["seconds"][f"fd_{embodiment}"] = time.perf_counter() - t
 
         _say(f"[{embodiment}] labeling: render mp4, inverse dynamics, compare, replay in MuJoCo", progress)
@@ -115,8 +114,7 @@ def run_demo(
             keep_dir=out / f"label_{embodiment}",
         )
         plot_labeling(lab, out / f"label_{embodiment}.png")
-        lab.pop("_example")
-        report["labeling"][embodiment] = lab
+        report["labeling"][embodiment] = lab.to_json()
         report["seconds"][f"label_{embodiment}"] = time.perf_counter() - t
 
     _say("policy: closed loop in MuJoCo (recorded to policy.rrd), next to the scripted expert and random", progress)
@@ -129,6 +127,7 @@ def run_demo(
             entry = {"model": evaluate_policy(ours, env_id, size.policy_episodes, recorder=recorder, progress=progress)}
             for kind in ("pixel-expert", "random"):
                 entry[kind] = evaluate_policy(make_policy(kind, env_id), env_id, size.policy_episodes, progress=False)
+            entry = {kind: result.to_json() for kind, result in entry.items()}
             report["policy"][embodiment] = entry
     finally:
         report["rerun"] = str(recorder.close())

@@ -216,9 +216,7 @@ class Trainer:
         # so those weights get no gradient: DDP must be told to expect unused parameters.
         module = TrainingModule(self.network)
         self.model = (
-            torch.nn.parallel.DistributedDataParallel(module, find_unused_parameters=True)
-            if self.world > 1
-            else module
+            torch.nn.parallel.DistributedDataParallel(module, find_unused_parameters=True) if self.world > 1 else module
         )
 
     # -- checkpoint state -----------------------------------------------------------------------------
@@ -282,9 +280,7 @@ class Trainer:
         c = self.config
         picks = self.data.draw(c.batch_size, self.rng)
         batch = self.data.collate(picks, context_frames=c.context_frames)
-        mode_index = torch.multinomial(
-            torch.tensor(c.mode_mix), c.batch_size, replacement=True, generator=self.rng
-        )
+        mode_index = torch.multinomial(torch.tensor(c.mode_mix), c.batch_size, replacement=True, generator=self.rng)
         modes = [MODES[int(i)] for i in mode_index]
         plan = BatchPlan.from_modes(modes, c.num_frames, batch.clean.actions.shape[1], c.context_frames)
         drop = torch.rand(c.batch_size, generator=self.rng) < c.instruction_dropout

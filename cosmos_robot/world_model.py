@@ -28,7 +28,7 @@ DEFAULT_STEPS = 10
 # Classifier-free guidance of the policy's actions on the instruction (1.0 = off). Training drops the
 # instruction 10 % of the time, and noisy demonstrations say "noisy" in theirs: the unconditional
 # estimate mixes expert and noisy actions, and guidance steps away from that mix towards the expert.
-# Chosen on tuning episodes (seeds 300000+), not the eval seeds; see README, "What we measured".
+# Chosen on tuning episodes (seeds.TUNING_SEED and up), not the eval seeds; see docs/results.md.
 POLICY_GUIDANCE = 1.25
 
 

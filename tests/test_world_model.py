@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-import cosmos_robot.world_model as world_model_module
 from cosmos_robot.envs.push_block import PushBlockEnv
-from cosmos_robot.world_model import WorldActionModel
+from cosmos_robot.pixel_residual import CHANGE_LEVELS
+from cosmos_robot.world_model import POLICY_GUIDANCE, WorldActionModel
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +61,7 @@ def test_pixel_residual_keeps_the_real_pixels_where_nothing_changes(model, episo
     moved = model._decode_against(tokens[:, 1:], frames[:1], tokens[:, 0])[0, 0].astype(int)
     plain = model._decode(tokens[:, 1:])[0, 0].astype(int)
     change = np.abs(plain - model._decode(tokens[:, :1])[0, 0].astype(int)).max(-1)
-    np.testing.assert_array_equal(
-        moved[change >= world_model_module.CHANGE_LEVELS], plain[change >= world_model_module.CHANGE_LEVELS]
-    )
+    np.testing.assert_array_equal(moved[change >= CHANGE_LEVELS], plain[change >= CHANGE_LEVELS])
     # The facade's switch: pixel_residual=False is the plain decode of the sampled latents.
     _, states, actions = episode
     off = model.forward_dynamics(frames[:1], actions[:2], "point", states=states[0], steps=2, pixel_residual=False)
@@ -76,7 +74,7 @@ def test_inverse_dynamics_labels_every_transition_with_a_spread(model, episode):
     actions, spread = model.inverse_dynamics(frames, "point", fps=10, steps=2, return_spread=True)
     assert actions.shape == spread.shape == (1, len(frames) - 1, 2)
     # Stride 1: the first step lies in the first window only (no spread); later steps in several.
-    assert np.all(spread[:, 0] == 0) and spread[:, 1:].max() > 0
+    assert np.all(spread[:, 0] < 1e-5) and spread[:, 1:].max() > 1e-5
     assert model.inverse_dynamics(frames[:2], "point", steps=2).shape == (1, 1, 2)
 
 
@@ -115,7 +113,7 @@ def test_policy_guidance_extrapolates_from_the_estimate_without_instruction(smok
     for scale in (0.0, 2.5):
         guided = model.policy(frames[:2], "point", instruction="push it", guidance_scale=scale, **kwargs).actions
         np.testing.assert_allclose(guided, uncond + scale * (cond - uncond), rtol=1e-4, atol=1e-5)
-    assert world_model_module.POLICY_GUIDANCE != 1.0  # the default guides
+    assert POLICY_GUIDANCE != 1.0  # the default guides
     for bad in (-1.0, float("nan"), "2", True):
         with pytest.raises(ValueError, match="guidance_scale="):
             model.policy(frames[0], "point", guidance_scale=bad)

@@ -10,6 +10,7 @@ the frames the world-model policy predicted.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -18,6 +19,7 @@ from tqdm.auto import tqdm
 
 from cosmos_robot.envs import push_block_embodiment
 from cosmos_robot.eval.recording import PolicyRecorder
+from cosmos_robot.eval.result import EvalResult
 from cosmos_robot.policies.protocol import Policy
 from cosmos_robot.rollout import Episode, run_episode
 from cosmos_robot.seeds import EVAL_SEED
@@ -66,6 +68,30 @@ def make_policy(kind: str, env_id: str, checkpoint: str = "default", **model_kwa
         env.close()
 
 
+@dataclass
+class ClosedLoopResult(EvalResult):
+    """A policy's seeded episodes closed loop in MuJoCo.
+
+    Attributes:
+        env_id, episodes: where and how many.
+        success_rate, mean_return, mean_length: over the episodes.
+        seconds_per_step: time the policy took to choose an action, per step.
+        per_episode: seed, return, length and success of each episode.
+        policy: the policy's kind, where the caller names it.
+        rerun: the recording's path, where one was made.
+    """
+
+    env_id: str
+    episodes: int
+    success_rate: float
+    mean_return: float
+    mean_length: float
+    seconds_per_step: float
+    per_episode: list[dict[str, Any]]
+    policy: str | None = None
+    rerun: str | None = None
+
+
 def record_episode(recorder: PolicyRecorder, index: int, seed: int, episode: Episode, chunks: list[Any]) -> None:
     """Log a finished episode, step by step, then the chunks the policy predicted on the way."""
     recorder.start_episode(index, seed)
@@ -82,12 +108,8 @@ def evaluate_policy(
     seed: int = EVAL_SEED,
     recorder: PolicyRecorder | None = None,
     progress: bool = True,
-) -> dict[str, Any]:
-    """Run ``episodes`` seeded episodes (seeds ``seed``, ``seed + 1``, ...) closed loop in MuJoCo.
-
-    Returns ``success_rate``, ``mean_return``, ``mean_length``, ``seconds_per_step`` and
-    ``per_episode`` (seed, return, length, success).
-    """
+) -> ClosedLoopResult:
+    """Run ``episodes`` seeded episodes (seeds ``seed``, ``seed + 1``, ...) closed loop in MuJoCo."""
     if episodes <= 0:
         raise ValueError(f"episodes={episodes!r}; expected a positive integer")
     env = gym.make(env_id)
@@ -112,12 +134,12 @@ def evaluate_policy(
             )
     finally:
         env.close()
-    return {
-        "env_id": env_id,
-        "episodes": episodes,
-        "success_rate": float(np.mean([e["success"] for e in per_episode])),
-        "mean_return": float(np.mean([e["return"] for e in per_episode])),
-        "mean_length": float(np.mean([e["length"] for e in per_episode])),
-        "seconds_per_step": seconds / max(steps_total, 1),
-        "per_episode": per_episode,
-    }
+    return ClosedLoopResult(
+        env_id=env_id,
+        episodes=episodes,
+        success_rate=float(np.mean([e["success"] for e in per_episode])),
+        mean_return=float(np.mean([e["return"] for e in per_episode])),
+        mean_length=float(np.mean([e["length"] for e in per_episode])),
+        seconds_per_step=seconds / max(steps_total, 1),
+        per_episode=per_episode,
+    )

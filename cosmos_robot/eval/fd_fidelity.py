@@ -11,6 +11,7 @@ lost at horizon 8, and a model that ignores its actions scores ~0.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from tqdm.auto import tqdm
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.envs.start_sources import FixedStarts, Start
+from cosmos_robot.eval.result import EvalResult, example_field
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import AGENT_POS, PIXELS
 from cosmos_robot.metrics import psnr, ssim
@@ -30,6 +32,41 @@ from cosmos_robot.seeds import EVAL_SEED
 
 SOURCES = {"expert": 0.0, "noisy": 0.5, "random": 1.0}
 SHUFFLED_AT = 8
+
+
+@dataclass
+class FDResult(EvalResult):
+    """Fidelity of the learned env against MuJoCo, per horizon (pooled over the action sources).
+
+    Attributes:
+        embodiment: the embodiment evaluated.
+        horizon: 1..H.
+        psnr, ssim: of the imagined frames against MuJoCo's, per horizon.
+        psnr_copy_last: of the start frame against MuJoCo's, per horizon (the baseline).
+        state_error: agent_pos error per horizon (raw units).
+        psnr_shuffled: PSNR with another episode's actions from the same starts.
+        delta_psnr_shuffled: PSNR lost at horizon 8 with shuffled actions (0 = the env ignores actions).
+        beats_copy_last_at: horizons where the learned env's PSNR beats copy-last.
+        per_source: the same metrics for each action source (expert, noisy, random).
+        episodes_per_source, sources, sampling_steps, seeds: the settings.
+        example: one episode's real and imagined frames, for the frame strip (not in the JSON).
+    """
+
+    embodiment: str
+    horizon: list[int]
+    psnr: list[float]
+    ssim: list[float]
+    psnr_copy_last: list[float]
+    state_error: list[float]
+    psnr_shuffled: list[float]
+    delta_psnr_shuffled: float
+    beats_copy_last_at: list[int]
+    per_source: dict[str, dict[str, Any]]
+    episodes_per_source: int
+    sources: dict[str, float]
+    sampling_steps: int
+    seeds: list[int]
+    example: dict[str, np.ndarray] | None = example_field()
 
 
 def record_mujoco(env_id: str, noise: float, seeds: list[int], horizon: int) -> dict[str, np.ndarray]:
@@ -85,8 +122,8 @@ def evaluate_fd(
     sampling_steps: int = 4,
     seed: int = EVAL_SEED,
     progress: bool = True,
-) -> dict[str, Any]:
-    """Fidelity of the learned env against MuJoCo (see the module docstring); returns the JSON dict."""
+) -> FDResult:
+    """Fidelity of the learned env against MuJoCo (see the module docstring)."""
     if embodiment not in PUSH_BLOCK_IDS:
         raise ValueError(f"embodiment={embodiment!r}; expected one of {sorted(PUSH_BLOCK_IDS)}")
     if horizon < SHUFFLED_AT:
@@ -122,25 +159,29 @@ def evaluate_fd(
             pooled.setdefault(key, []).append(metrics[key])
         if example is None:
             example = {"real": real["frames"][0], "imagined": pred["frames"][0]}
-    result: dict[str, Any] = {
-        "embodiment": embodiment,
-        "horizon": list(range(1, horizon + 1)),
-        **{key: np.mean(values, axis=0).tolist() for key, values in pooled.items()},
-        "per_source": per_source,
-        "episodes_per_source": episodes,
-        "sources": SOURCES,
-        "sampling_steps": sampling_steps,
-        "seeds": [seeds[0], seeds[-1]],
-    }
-    result["delta_psnr_shuffled"] = result["psnr"][SHUFFLED_AT - 1] - result["psnr_shuffled"][SHUFFLED_AT - 1]
-    result["beats_copy_last_at"] = [
-        h for h, (a, b) in enumerate(zip(result["psnr"], result["psnr_copy_last"], strict=True), 1) if a > b
-    ]
-    result["_example"] = example
-    return result
+    mean = {key: np.mean(values, axis=0).tolist() for key, values in pooled.items()}
+    return FDResult(
+        embodiment=embodiment,
+        horizon=list(range(1, horizon + 1)),
+        psnr=mean["psnr"],
+        ssim=mean["ssim"],
+        psnr_copy_last=mean["psnr_copy_last"],
+        state_error=mean["state_error"],
+        psnr_shuffled=mean["psnr_shuffled"],
+        delta_psnr_shuffled=mean["psnr"][SHUFFLED_AT - 1] - mean["psnr_shuffled"][SHUFFLED_AT - 1],
+        beats_copy_last_at=[
+            h for h, (a, b) in enumerate(zip(mean["psnr"], mean["psnr_copy_last"], strict=True), 1) if a > b
+        ],
+        per_source=per_source,
+        episodes_per_source=episodes,
+        sources=SOURCES,
+        sampling_steps=sampling_steps,
+        seeds=[seeds[0], seeds[-1]],
+        example=example,
+    )
 
 
-def plot_fd(result: dict[str, Any], path: str | Path) -> Path:
+def plot_fd(result: FDResult, path: str | Path) -> Path:
     """PSNR per horizon (ours, copy-last, shuffled actions) and state error, as a PNG."""
     import matplotlib
 
@@ -148,15 +189,15 @@ def plot_fd(result: dict[str, Any], path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
-    h = result["horizon"]
-    left.plot(h, result["psnr"], "o-", label="learned env")
-    left.plot(h, result["psnr_copy_last"], "s--", label="copy-last frame")
-    left.plot(h, result["psnr_shuffled"], "x:", label="learned env, shuffled actions")
+    h = result.horizon
+    left.plot(h, result.psnr, "o-", label="learned env")
+    left.plot(h, result.psnr_copy_last, "s--", label="copy-last frame")
+    left.plot(h, result.psnr_shuffled, "x:", label="learned env, shuffled actions")
     left.set_xlabel("horizon (steps)")
     left.set_ylabel("PSNR vs MuJoCo (dB)")
     left.legend()
-    left.set_title(f"{result['embodiment']}: frame fidelity")
-    right.plot(h, result["state_error"], "o-")
+    left.set_title(f"{result.embodiment}: frame fidelity")
+    right.plot(h, result.state_error, "o-")
     right.set_xlabel("horizon (steps)")
     right.set_ylabel("agent_pos error (raw units)")
     right.set_title("state error")

@@ -12,6 +12,7 @@ MuJoCo-trained one's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -19,6 +20,7 @@ import numpy as np
 
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
+from cosmos_robot.eval.result import EvalResult
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import AGENT_POS
 from cosmos_robot.rollout import run_episode
@@ -28,6 +30,32 @@ TARGET = np.array([0.1, -0.08], np.float32)
 REACH_SCALE = 0.2  # m: reward falls to 0 at this distance
 SUCCESS_RADIUS = 0.02
 EPISODE_STEPS = 40
+
+
+@dataclass
+class ImaginationRLResult(EvalResult):
+    """PPO trained in the learned env and in MuJoCo on the reach task, both scored in MuJoCo.
+
+    Attributes:
+        task: the reach task's definition.
+        real_return_*, real_success_*: MuJoCo return and success rate of PPO trained in imagination,
+            of PPO trained in MuJoCo, and of a random policy.
+        ratio_real_return: imagination-trained return / MuJoCo-trained return (NaN where the latter is 0).
+        train_steps, num_envs, sampling_steps, eval_episodes, eval_seeds: the settings.
+    """
+
+    task: dict[str, Any]
+    train_steps: int
+    num_envs: int
+    sampling_steps: int
+    real_return_imagination_ppo: float
+    real_success_imagination_ppo: float
+    real_return_mujoco_ppo: float
+    real_success_mujoco_ppo: float
+    real_return_random: float
+    ratio_real_return: float
+    eval_episodes: int
+    eval_seeds: list[int]
 
 
 def reach_reward(agent_pos: np.ndarray) -> float:
@@ -131,7 +159,7 @@ def evaluate_imagination_rl(
     sampling_steps: int = 2,
     seed: int = 0,
     progress: bool = True,
-) -> dict[str, Any]:
+) -> ImaginationRLResult:
     """Train PPO for ``steps`` in the learned env and in MuJoCo; evaluate both in MuJoCo."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
@@ -174,23 +202,23 @@ def evaluate_imagination_rl(
         }.items()
     }
     ratio = results["imagination"][0] / results["mujoco"][0] if results["mujoco"][0] > 0 else float("nan")
-    return {
-        "task": {
+    return ImaginationRLResult(
+        task={
             "embodiment": "point",
             "target": TARGET.tolist(),
             "reward": "max(0, 1 - |agent_pos - target| / 0.2 m) per step",
             "episode_steps": EPISODE_STEPS,
             "success_radius_m": SUCCESS_RADIUS,
         },
-        "train_steps": steps,
-        "num_envs": num_envs,
-        "sampling_steps": sampling_steps,
-        "real_return_imagination_ppo": results["imagination"][0],
-        "real_success_imagination_ppo": results["imagination"][1],
-        "real_return_mujoco_ppo": results["mujoco"][0],
-        "real_success_mujoco_ppo": results["mujoco"][1],
-        "real_return_random": results["random"][0],
-        "ratio_real_return": ratio,
-        "eval_episodes": eval_episodes,
-        "eval_seeds": [eval_seed, eval_seed + eval_episodes - 1],
-    }
+        train_steps=steps,
+        num_envs=num_envs,
+        sampling_steps=sampling_steps,
+        real_return_imagination_ppo=results["imagination"][0],
+        real_success_imagination_ppo=results["imagination"][1],
+        real_return_mujoco_ppo=results["mujoco"][0],
+        real_success_mujoco_ppo=results["mujoco"][1],
+        real_return_random=results["random"][0],
+        ratio_real_return=ratio,
+        eval_episodes=eval_episodes,
+        eval_seeds=[eval_seed, eval_seed + eval_episodes - 1],
+    )

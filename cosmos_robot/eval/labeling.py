@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,55 @@ from tqdm.auto import tqdm
 from cosmos_robot.datasets.lerobot_io import read_lerobot
 from cosmos_robot.datasets.video_io import write_video
 from cosmos_robot.eval.offline import r2_per_dim
+from cosmos_robot.eval.result import EvalResult, example_field
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import ACTION
 from cosmos_robot.label import label
 from cosmos_robot.policies.scripted import ScriptedExpert
 from cosmos_robot.rollout import replay_actions, run_episode
 from cosmos_robot.seeds import EVAL_SEED
+
+
+@dataclass
+class LabelingResult(EvalResult):
+    """Labels of rendered MuJoCo episodes against the true actions, and their replay in MuJoCo.
+
+    Attributes:
+        embodiment, env, episodes: what was labeled.
+        frames_labeled, label_seconds: how much, how fast.
+        r2, r2_per_dim, mse_per_dim: labels against the true actions.
+        original_success_rate: of the recorded episodes.
+        replay_success_rate: of the labels replayed open loop from the same starts.
+        replay_success_ratio: the two divided (None where no original succeeded).
+        true_action_replay_success_rate: the true actions replayed (the simulator's determinism check).
+        final_block_error_m: mean distance of the replayed block's final position from the original's.
+        per_episode: the replay of each episode.
+        r2_baseline: the frame-pair conv net's R² (None without baseline data).
+        baseline: how the baseline was trained (None without baseline data).
+        steps, stride, seeds: the settings.
+        example: the first episode's true and labeled actions, for the plot (not in the JSON).
+    """
+
+    embodiment: str
+    env: str
+    episodes: int
+    frames_labeled: int
+    label_seconds: float
+    r2: float
+    r2_per_dim: list[float]
+    mse_per_dim: list[float]
+    original_success_rate: float
+    replay_success_rate: float
+    replay_success_ratio: float | None
+    true_action_replay_success_rate: float
+    final_block_error_m: float
+    per_episode: list[dict[str, Any]]
+    r2_baseline: float | None
+    baseline: dict[str, Any] | None
+    steps: int
+    stride: int
+    seeds: list[int]
+    example: dict[str, np.ndarray] | None = example_field()
 
 
 def record_episodes(env_id: str, episodes: int, seed: int) -> list[dict[str, Any]]:
@@ -134,7 +178,7 @@ def evaluate_labeling(
     seed: int = EVAL_SEED + 30_000,
     progress: bool = True,
     keep_dir: str | Path | None = None,
-) -> dict[str, Any]:
+) -> LabelingResult:
     """Label rendered MuJoCo episodes, compare with the true actions, replay them (see module docstring).
 
     ``keep_dir``: keep the rendered mp4s (``videos/``) and the labeled LeRobot dataset (``labeled/``)
@@ -167,50 +211,50 @@ def evaluate_labeling(
     r2 = r2_per_dim(pred_all, true_all)
     original_rate = np.mean([r["original_success"] for r in replays])
     replay_rate = np.mean([r["replay_success"] for r in replays])
-    result: dict[str, Any] = {
-        "embodiment": embodiment,
-        "env": env_id,
-        "episodes": episodes,
-        "frames_labeled": int(sum(len(ep["frames"]) for ep in recorded)),
-        "label_seconds": label_seconds,
-        "r2": float(r2.mean()),
-        "r2_per_dim": r2.tolist(),
-        "mse_per_dim": ((pred_all - true_all) ** 2).mean(0).tolist(),
-        "original_success_rate": float(original_rate),
-        "replay_success_rate": float(replay_rate),
-        "replay_success_ratio": float(replay_rate / original_rate) if original_rate > 0 else None,
-        "true_action_replay_success_rate": float(np.mean([r["true_action_replay_success"] for r in replays])),
-        "final_block_error_m": float(np.mean([r["final_block_error_m"] for r in replays])),
-        "per_episode": replays,
-        "steps": steps,
-        "stride": stride,
-        "seeds": [seed, seed + episodes - 1],
-        "_example": {"true": true[0], "predicted": predicted[0]},
-    }
+    r2_baseline, baseline = None, None
     if baseline_data:
         regressor, info = train_pair_regressor(baseline_data, baseline_seconds)
         base = np.concatenate([predict_pairs(regressor, ep["frames"]) for ep in recorded])
-        result["r2_baseline"] = float(r2_per_dim(base, true_all).mean())
-        result["baseline"] = {"kind": "conv net on frame pairs (VPT-style IDM)", **info, "datasets": baseline_data}
-    else:
-        result["r2_baseline"] = None
-    return result
+        r2_baseline = float(r2_per_dim(base, true_all).mean())
+        baseline = {"kind": "conv net on frame pairs (VPT-style IDM)", **info, "datasets": baseline_data}
+    return LabelingResult(
+        embodiment=embodiment,
+        env=env_id,
+        episodes=episodes,
+        frames_labeled=int(sum(len(ep["frames"]) for ep in recorded)),
+        label_seconds=label_seconds,
+        r2=float(r2.mean()),
+        r2_per_dim=r2.tolist(),
+        mse_per_dim=((pred_all - true_all) ** 2).mean(0).tolist(),
+        original_success_rate=float(original_rate),
+        replay_success_rate=float(replay_rate),
+        replay_success_ratio=float(replay_rate / original_rate) if original_rate > 0 else None,
+        true_action_replay_success_rate=float(np.mean([r["true_action_replay_success"] for r in replays])),
+        final_block_error_m=float(np.mean([r["final_block_error_m"] for r in replays])),
+        per_episode=replays,
+        r2_baseline=r2_baseline,
+        baseline=baseline,
+        steps=steps,
+        stride=stride,
+        seeds=[seed, seed + episodes - 1],
+        example={"true": true[0], "predicted": predicted[0]},
+    )
 
 
-def plot_labeling(result: dict[str, Any], path: str | Path) -> Path:
+def plot_labeling(result: LabelingResult, path: str | Path) -> Path:
     """Labeled vs true actions of the first episode, one panel per dimension, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    true, pred = np.asarray(result["_example"]["true"]), np.asarray(result["_example"]["predicted"])
+    true, pred = np.asarray(result.example["true"]), np.asarray(result.example["predicted"])
     fig, axes = plt.subplots(1, true.shape[1], figsize=(5 * true.shape[1], 3.2), squeeze=False)
     for d, ax in enumerate(axes[0]):
         ax.plot(true[:, d], label="true (MuJoCo)")
         ax.plot(pred[:, d], "--", label="labeled (inverse dynamics)")
         ax.set_xlabel("step")
-        ax.set_title(f"action {d}: R2 {result['r2_per_dim'][d]:.2f}")
+        ax.set_title(f"action {d}: R2 {result.r2_per_dim[d]:.2f}")
     axes[0][0].legend()
     fig.tight_layout()
     path = Path(path)

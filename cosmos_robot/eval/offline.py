@@ -10,15 +10,48 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from cosmos_robot.datasets.windows import open_episodes
+from cosmos_robot.eval.result import EvalResult
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import ACTION, OBS_STATE
 from cosmos_robot.metrics import psnr
+
+
+@dataclass
+class OfflineResult(EvalResult):
+    """Held-out metrics of a model on a recorded dataset, one set per mode.
+
+    Attributes:
+        dataset, embodiment, episodes: what was scored.
+        horizon: 1..H.
+        fd_psnr, fd_psnr_copy_last: forward-dynamics PSNR per horizon and the copy-last baseline's.
+        fd_windows: forward-dynamics rollouts scored.
+        id_r2, id_r2_per_dim, id_mse: inverse dynamics against the recorded actions.
+        policy_action_mse, policy_action_mse_mean_baseline: the policy's first chunks against the
+            recorded actions, and always predicting the dataset's mean action.
+        steps, pixel_residual: the settings (pixel_residual None: the model's default).
+    """
+
+    dataset: str
+    embodiment: str
+    episodes: int
+    horizon: list[int]
+    fd_psnr: list[float | None]
+    fd_psnr_copy_last: list[float | None]
+    fd_windows: int
+    id_r2: float
+    id_r2_per_dim: list[float]
+    id_mse: float
+    policy_action_mse: float
+    policy_action_mse_mean_baseline: float
+    steps: int
+    pixel_residual: bool | None
 
 
 def r2_per_dim(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
@@ -59,7 +92,7 @@ def evaluate_offline(
     seed: int = 0,
     progress: bool = True,
     pixel_residual: bool | None = None,
-) -> dict[str, Any]:
+) -> OfflineResult:
     """Forward dynamics, inverse dynamics and policy metrics on (the first ``episodes`` of) ``dataset``.
 
     ``pixel_residual``, unless None (the model's own default), is passed to
@@ -114,19 +147,19 @@ def evaluate_offline(
     id_pred_all, id_true_all = np.concatenate(id_pred), np.concatenate(id_true)
     pol_pred_all, pol_true_all = np.concatenate(pol_pred), np.concatenate(pol_true)
     r2 = r2_per_dim(id_pred_all, id_true_all)
-    return {
-        "dataset": str(dataset),
-        "embodiment": embodiment,
-        "episodes": count,
-        "horizon": list(range(1, horizon + 1)),
-        "fd_psnr": [float(np.mean(v)) if v else None for v in fd_pred],
-        "fd_psnr_copy_last": [float(np.mean(v)) if v else None for v in fd_copy],
-        "fd_windows": len(fd_pred[0]),
-        "id_r2": float(r2.mean()),
-        "id_r2_per_dim": r2.tolist(),
-        "id_mse": float(((id_pred_all - id_true_all) ** 2).mean()),
-        "policy_action_mse": float(((pol_pred_all - pol_true_all) ** 2).mean()),
-        "policy_action_mse_mean_baseline": float(((mean_action - pol_true_all) ** 2).mean()),
-        "steps": steps,
-        "pixel_residual": pixel_residual,
-    }
+    return OfflineResult(
+        dataset=str(dataset),
+        embodiment=embodiment,
+        episodes=count,
+        horizon=list(range(1, horizon + 1)),
+        fd_psnr=[float(np.mean(v)) if v else None for v in fd_pred],
+        fd_psnr_copy_last=[float(np.mean(v)) if v else None for v in fd_copy],
+        fd_windows=len(fd_pred[0]),
+        id_r2=float(r2.mean()),
+        id_r2_per_dim=r2.tolist(),
+        id_mse=float(((id_pred_all - id_true_all) ** 2).mean()),
+        policy_action_mse=float(((pol_pred_all - pol_true_all) ** 2).mean()),
+        policy_action_mse_mean_baseline=float(((mean_action - pol_true_all) ** 2).mean()),
+        steps=steps,
+        pixel_residual=pixel_residual,
+    )

@@ -10,8 +10,8 @@ Pearson correlations of the per-policy mean returns (``spearman``, ``pearson``) 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 from cosmos_robot.envs import MAX_EPISODE_STEPS, PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.envs.start_sources import FixedStarts, Start
+from cosmos_robot.eval.result import EvalResult
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import AGENT_POS, PIXELS
 from cosmos_robot.metrics import pearson, spearman
@@ -28,6 +29,29 @@ from cosmos_robot.rollout import run_episode
 from cosmos_robot.seeds import EVAL_SEED
 
 NOISES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+@dataclass
+class RankingResult(EvalResult):
+    """Graded policies scored in MuJoCo and in the learned env from the same starts.
+
+    Attributes:
+        embodiment: the embodiment evaluated.
+        policies: per policy, its noise and mean return / success rate in each world.
+        spearman, pearson: rank and linear correlation of the per-policy mean returns.
+        spearman_success, pearson_success: the same for the success rates.
+        episodes_per_policy, sampling_steps, seeds: the settings.
+    """
+
+    embodiment: str
+    policies: list[dict[str, float]]
+    spearman: float
+    pearson: float
+    spearman_success: float
+    pearson_success: float
+    episodes_per_policy: int
+    sampling_steps: int
+    seeds: list[int]
 
 
 def run_mujoco(env_id: str, noise: float, seeds: list[int]) -> tuple[list[Start], np.ndarray, np.ndarray]:
@@ -95,7 +119,7 @@ def evaluate_ranking(
     sampling_steps: int = 4,
     seed: int = EVAL_SEED + 10_000,
     progress: bool = True,
-) -> dict[str, Any]:
+) -> RankingResult:
     """Score each policy in MuJoCo and in the learned env; correlations of the two rankings."""
     if embodiment not in PUSH_BLOCK_IDS:
         raise ValueError(f"embodiment={embodiment!r}; expected one of {sorted(PUSH_BLOCK_IDS)}")
@@ -121,20 +145,20 @@ def evaluate_ranking(
     def column(key: str) -> np.ndarray:
         return np.array([p[key] for p in policies])
 
-    return {
-        "embodiment": embodiment,
-        "policies": policies,
-        "spearman": spearman(column("mujoco_return"), column("imagined_return")),
-        "pearson": pearson(column("mujoco_return"), column("imagined_return")),
-        "spearman_success": spearman(column("mujoco_success_rate"), column("imagined_success_rate")),
-        "pearson_success": pearson(column("mujoco_success_rate"), column("imagined_success_rate")),
-        "episodes_per_policy": episodes,
-        "sampling_steps": sampling_steps,
-        "seeds": [seeds[0], seeds[-1]],
-    }
+    return RankingResult(
+        embodiment=embodiment,
+        policies=policies,
+        spearman=spearman(column("mujoco_return"), column("imagined_return")),
+        pearson=pearson(column("mujoco_return"), column("imagined_return")),
+        spearman_success=spearman(column("mujoco_success_rate"), column("imagined_success_rate")),
+        pearson_success=pearson(column("mujoco_success_rate"), column("imagined_success_rate")),
+        episodes_per_policy=episodes,
+        sampling_steps=sampling_steps,
+        seeds=[seeds[0], seeds[-1]],
+    )
 
 
-def plot_ranking(result: dict[str, Any], path: str | Path) -> Path:
+def plot_ranking(result: RankingResult, path: str | Path) -> Path:
     """Imagined vs MuJoCo return and success rate per policy, as a PNG."""
     import matplotlib
 
@@ -143,15 +167,15 @@ def plot_ranking(result: dict[str, Any], path: str | Path) -> Path:
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for ax, key, label in ((axes[0], "return", "mean return"), (axes[1], "success_rate", "success rate")):
-        x = [p[f"mujoco_{key}"] for p in result["policies"]]
-        y = [p[f"imagined_{key}"] for p in result["policies"]]
+        x = [p[f"mujoco_{key}"] for p in result.policies]
+        y = [p[f"imagined_{key}"] for p in result.policies]
         ax.scatter(x, y)
-        for p, xi, yi in zip(result["policies"], x, y, strict=True):
+        for p, xi, yi in zip(result.policies, x, y, strict=True):
             ax.annotate(f"noise {p['noise']:.1f}", (xi, yi), fontsize=7)
         ax.set_xlabel(f"MuJoCo {label}")
         ax.set_ylabel(f"learned env {label}")
-    axes[0].set_title(f"spearman {result['spearman']:.2f}, pearson {result['pearson']:.2f}")
-    axes[1].set_title(f"spearman {result['spearman_success']:.2f}")
+    axes[0].set_title(f"spearman {result.spearman:.2f}, pearson {result.pearson:.2f}")
+    axes[1].set_title(f"spearman {result.spearman_success:.2f}")
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=100)

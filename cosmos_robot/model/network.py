@@ -236,13 +236,7 @@ class WorldActionNetwork(nn.Module):
         source = (first_noisy - 1).clamp_min(0)
         usable = noisy.any(1) & (first_noisy >= 1)
         row = into - 1 - source[:, None]  # action k's place in the chunk
-        gate = (
-            usable[:, None]
-            & (inputs.action_t > 0)
-            & noisy.gather(1, into)
-            & (row >= 0)
-            & (row < PRIOR_CHUNK)
-        )
+        gate = usable[:, None] & (inputs.action_t > 0) & noisy.gather(1, into) & (row >= 0) & (row < PRIOR_CHUNK)
         if not gate.any():  # forward or inverse dynamics (the env step, labeling): skip the prior's net
             return torch.zeros_like(inputs.actions), gate
         rows = torch.arange(b, device=frame_t.device)

@@ -37,7 +37,7 @@ def test_demonstrations_hold_the_default_task_windows_only(expert_and_noisy):
     assert table.action_valid.all() and table.action_channels[:, :2].all() and not table.action_channels[:, 2:].any()
     # The first entry is the first default-task window: its actions, normalised by the embodiment's statistics.
     first = tasks.index("push it")
-    expected = data.data["point"].action_norm.normalize(train[first]["actions"][:4].numpy())
+    expected = data.data["point"].entry.action_norm.normalize(train[first]["actions"][:4].numpy())
     np.testing.assert_allclose(table.actions[0, :, :2].numpy(), expected, rtol=1e-6)
     assert np.abs(table.actions[..., 2:].numpy()).max() == 0
     assert data.demonstrations(4) is table  # built once
@@ -60,7 +60,7 @@ def test_transitions_pair_every_frame_with_the_next_one_inside_its_episode(exper
     torch.testing.assert_close(batch.frames[:, 0], latents[table.first])
     torch.testing.assert_close(batch.frames[:, 1], latents[table.first + 1])
     raw = np.asarray(episodes.data["action"])[table.first.numpy()]
-    expected = data.data["point"].action_norm.normalize(raw)
+    expected = data.data["point"].entry.action_norm.normalize(raw)
     np.testing.assert_allclose(batch.actions[:, :2].numpy(), expected, rtol=1e-6)
     assert np.abs(batch.actions[:, 2:].numpy()).max() == 0 and batch.action_channels[:, :2].all()
     assert data.transitions() is table  # built once

@@ -17,9 +17,9 @@ POINT = "cosmos_robot/PushBlockPoint-v0"
 def test_the_expert_succeeds_and_random_does_not_on_the_same_starts():
     expert = evaluate_policy(make_policy("pixel-expert", POINT), POINT, episodes=3, progress=False)
     random = evaluate_policy(make_policy("random", POINT), POINT, episodes=3, progress=False)
-    assert expert["success_rate"] == 1.0 and random["success_rate"] < 1.0
-    assert [e["seed"] for e in expert["per_episode"]] == [e["seed"] for e in random["per_episode"]]
-    assert expert["mean_return"] > random["mean_return"]
+    assert expert.success_rate == 1.0 and random.success_rate < 1.0
+    assert [e["seed"] for e in expert.per_episode] == [e["seed"] for e in random.per_episode]
+    assert expert.mean_return > random.mean_return
 
 
 @pytest.mark.slow

@@ -20,12 +20,12 @@ def model(smoke_checkpoint):
 def test_fd_fidelity_reports_per_horizon_metrics(model):
     result = evaluate_fd(model, "point", episodes=2, horizon=8, sampling_steps=1, progress=False)
     for key in ("psnr", "psnr_copy_last", "ssim", "state_error", "psnr_shuffled"):
-        assert len(result[key]) == 8 and all(np.isfinite(result[key]))
-    assert result["horizon"] == list(range(1, 9))
-    assert np.isfinite(result["delta_psnr_shuffled"])
+        assert len(getattr(result, key)) == 8 and all(np.isfinite(getattr(result, key)))
+    assert result.horizon == list(range(1, 9))
+    assert np.isfinite(result.delta_psnr_shuffled)
     # The copy-last baseline is computed from MuJoCo alone: it must be a real PSNR, falling with horizon.
-    assert 15 < result["psnr_copy_last"][-1] < result["psnr_copy_last"][0] < 60
-    assert set(result["per_source"]) == {"expert", "noisy", "random"}
+    assert 15 < result.psnr_copy_last[-1] < result.psnr_copy_last[0] < 60
+    assert set(result.per_source) == {"expert", "noisy", "random"}
 
 
 def test_fd_fidelity_rejects_short_horizons(model):

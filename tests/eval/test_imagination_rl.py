@@ -24,7 +24,7 @@ def test_reach_task_reward():
 def test_imagination_rl_trains_both_and_evaluates_in_mujoco(model):
     result = evaluate_imagination_rl(model, steps=128, num_envs=2, eval_episodes=2, sampling_steps=1, progress=False)
     for key in ("real_return_imagination_ppo", "real_return_mujoco_ppo", "real_return_random"):
-        assert np.isfinite(result[key]), key
-    if result["real_return_mujoco_ppo"] > 0:
-        expected = result["real_return_imagination_ppo"] / result["real_return_mujoco_ppo"]
-        assert result["ratio_real_return"] == pytest.approx(expected)
+        assert np.isfinite(getattr(result, key)), key
+    if result.real_return_mujoco_ppo > 0:
+        expected = result.real_return_imagination_ppo / result.real_return_mujoco_ppo
+        assert result.ratio_real_return == pytest.approx(expected)

@@ -26,7 +26,7 @@ def test_label_eval_reports_r2_replay_and_baseline(model, smoke_data, tmp_path):
         baseline_seconds=2.0,
         progress=False,
     )
-    assert len(result["r2_per_dim"]) == 2 and np.isfinite(result["r2"]) and np.isfinite(result["r2_baseline"])
-    assert result["original_success_rate"] > 0 and result["replay_success_ratio"] is not None
-    assert np.isfinite(result["final_block_error_m"]) and result["baseline"]["steps"] > 0
+    assert len(result.r2_per_dim) == 2 and np.isfinite(result.r2) and np.isfinite(result.r2_baseline)
+    assert result.original_success_rate > 0 and result.replay_success_ratio is not None
+    assert np.isfinite(result.final_block_error_m) and result.baseline["steps"] > 0
     assert plot_labeling(result, tmp_path / "label.png").stat().st_size > 1000

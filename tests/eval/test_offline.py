@@ -22,11 +22,11 @@ def test_r2_is_one_for_perfect_and_zero_for_the_mean():
 def test_offline_metrics_on_a_smoke_model(smoke_checkpoint, smoke_data):
     model = WorldActionModel.from_pretrained(smoke_checkpoint)
     metrics = evaluate_offline(model, smoke_data[0], episodes=2, steps=2, progress=False)
-    assert len(metrics["fd_psnr"]) == len(metrics["fd_psnr_copy_last"]) == 8
-    assert metrics["fd_windows"] > 0 and all(p is not None and p > 0 for p in metrics["fd_psnr"])
+    assert len(metrics.fd_psnr) == len(metrics.fd_psnr_copy_last) == 8
+    assert metrics.fd_windows > 0 and all(p is not None and p > 0 for p in metrics.fd_psnr)
     for key in ("id_r2", "id_mse", "policy_action_mse", "policy_action_mse_mean_baseline"):
-        assert np.isfinite(metrics[key]), key
-    assert metrics["embodiment"] == "point"
+        assert np.isfinite(getattr(metrics, key)), key
+    assert metrics.embodiment == "point"
 
 
 @pytest.mark.slow

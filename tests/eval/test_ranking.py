@@ -18,14 +18,14 @@ def model(smoke_checkpoint):
 
 def test_ranking_reports_correlations(model):
     result = evaluate_ranking(model, "point", episodes=2, noises=(0.0, 0.5, 1.0), sampling_steps=1, progress=False)
-    assert len(result["policies"]) == 3
-    expert, random = result["policies"][0], result["policies"][-1]
+    assert len(result.policies) == 3
+    expert, random = result.policies[0], result.policies[-1]
     assert expert["mujoco_success_rate"] == 1.0 and expert["mujoco_return"] > random["mujoco_return"]
     # The correlations are of the two columns reported beside them (recomputed here).
-    mujoco = [p["mujoco_return"] for p in result["policies"]]
-    imagined = [p["imagined_return"] for p in result["policies"]]
-    assert result["spearman"] == pytest.approx(spearman(np.array(mujoco), np.array(imagined)), nan_ok=True)
-    assert result["pearson"] == pytest.approx(pearson(np.array(mujoco), np.array(imagined)), nan_ok=True)
+    mujoco = [p["mujoco_return"] for p in result.policies]
+    imagined = [p["imagined_return"] for p in result.policies]
+    assert result.spearman == pytest.approx(spearman(np.array(mujoco), np.array(imagined)), nan_ok=True)
+    assert result.pearson == pytest.approx(pearson(np.array(mujoco), np.array(imagined)), nan_ok=True)
 
 
 def test_cli_eval_rejects_an_unknown_embodiment(smoke_checkpoint, tmp_path, capsys):

@@ -30,7 +30,7 @@ def test_a_recording_holds_real_and_imagined_frames(smoke_checkpoint, tmp_path):
     entities = set(re.findall(r" - (/[\w/]+) - ", printed.stdout))
     assert {"/camera/real", "/camera/imagined", "/action/0", "/state/0", "/success", "/episodes"} <= entities
     # Imagined frames: one per predicted step inside the episode (chunks of 4 from steps 0, 4, ...).
-    length = result["per_episode"][0]["length"]
+    length = result.per_episode[0]["length"]
     imagined_rows = sum(int(n) for n in re.findall(r"with (\d+) rows .* - /camera/imagined - ", printed.stdout))
     assert imagined_rows == length
 

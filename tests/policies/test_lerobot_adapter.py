@@ -58,8 +58,8 @@ def test_a_lerobot_diffusion_policy_runs_in_our_harness(datasets, tmp_path):
     _, pixels = datasets
     policy = make_policy("lerobot", POINT, str(lerobot_train(pixels, tmp_path / "run")))
     result = evaluate_policy(policy, POINT, episodes=1, progress=False)
-    assert result["per_episode"][0]["length"] >= 1
-    assert result["success_rate"] == float(result["per_episode"][0]["success"])
+    assert result.per_episode[0]["length"] >= 1
+    assert result.success_rate == float(result.per_episode[0]["success"])
 
 
 @pytest.mark.slow
