@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import gc
-
 import numpy as np
 import pytest
 import torch
 
 import cosmos_robot  # noqa: F401  (sets MUJOCO_GL=egl before anything imports mujoco)
-
-
-@pytest.fixture(autouse=True)
-def _collect_renderers():
-    # A MuJoCo renderer freed late, at garbage collection, blanks a newer one's context: free them between tests.
-    yield
-    gc.collect()
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,17 @@ PACKAGE = Path(cosmos_robot.__file__).parent
 
 # Lowest first. A module is placed by the longest prefix of its dotted name listed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("keys", "atomic", "seeds", "metrics", "actions", "interface", "temporal_ensemble", "pixel_residual"),
+    (
+        "keys",
+        "atomic",
+        "seeds",
+        "metrics",
+        "json_values",
+        "actions",
+        "interface",
+        "temporal_ensemble",
+        "pixel_residual",
+    ),
     ("model",),
     ("processor",),
     ("checkpoint",),

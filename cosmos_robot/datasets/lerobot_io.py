@@ -24,6 +24,7 @@ from lerobot.datasets.video_utils import decode_video_frames  # noqa: E402
 
 from cosmos_robot.atomic import atomic_directory  # noqa: E402
 from cosmos_robot.datasets.episodes import EpisodeArrays  # noqa: E402
+from cosmos_robot.json_values import plain  # noqa: E402
 from cosmos_robot.keys import LEROBOT_INDEX_KEYS, META_FILE  # noqa: E402
 
 VIDEO_BACKEND = "pyav"  # torchcodec needs system FFmpeg libraries these machines lack
@@ -131,7 +132,7 @@ class LeRobotWriter:
     ) -> bool | None:
         if exc_type is None:
             self.dataset.finalize()
-            (self.root / META_FILE).write_text(json.dumps(self.meta, indent=2, default=_json_default))
+            (self.root / META_FILE).write_text(json.dumps(plain(self.meta), indent=2))
         elif self.dataset is not None:
             # LeRobot's writers flush in __del__: close them now, into the staging folder about to be
             # removed, rather than at garbage collection, when they would re-create it.
@@ -149,14 +150,6 @@ def _writable_feature(spec: dict[str, Any], video: bool) -> dict[str, Any]:
         spec["dtype"] = "video" if video else "image"
     spec["shape"] = tuple(spec["shape"])
     return spec
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def load_lerobot(root: str | os.PathLike, **kwargs: Any) -> LeRobotDataset:

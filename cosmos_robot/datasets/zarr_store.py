@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import zarr
 
 from cosmos_robot.atomic import atomic_directory
 from cosmos_robot.datasets.episodes import EpisodeArrays
+from cosmos_robot.json_values import plain
 
 FORMAT_VERSION = 1
 
@@ -50,10 +50,10 @@ def write_zarr(episodes: EpisodeArrays, out: str | os.PathLike, *, overwrite: bo
                 "format": "cosmos_robot.episodes",
                 "format_version": FORMAT_VERSION,
                 "fps": episodes.fps,
-                "features": _jsonable(episodes.features),
+                "features": plain(episodes.features),
                 "tasks": list(episodes.tasks),
                 "robot_type": episodes.robot_type,
-                "meta": _jsonable(episodes.meta),
+                "meta": plain(episodes.meta),
             }
         )
     return Path(out)
@@ -84,18 +84,6 @@ def read_zarr(path: str | os.PathLike, *, in_memory: bool = False) -> EpisodeArr
         meta=dict(attrs.get("meta") or {}),
     )
     return episodes.to_memory() if in_memory else episodes
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return value
 
 
 def lerobot_to_zarr(src: str | os.PathLike, dst: str | os.PathLike, *, overwrite: bool = False) -> Path:

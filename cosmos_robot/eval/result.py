@@ -5,33 +5,15 @@ Fields that hold example arrays for plots (marked with :func:`example_field`) st
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from cosmos_robot.json_values import plain
 
 
 def example_field() -> Any:
     """A field for plots and frame strips only: not part of :meth:`EvalResult.to_json`."""
     return field(default=None, repr=False, metadata={"json": False})
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready copy: dataclasses, numpy arrays and scalars, nested dicts and lists."""
-    if isinstance(value, EvalResult):
-        return value.to_json()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 @dataclass
@@ -40,4 +22,4 @@ class EvalResult:
 
     def to_json(self) -> dict[str, Any]:
         """The result as a JSON-ready dict (example arrays left out)."""
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self) if f.metadata.get("json", True)}
+        return plain(self)
