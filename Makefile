@@ -14,7 +14,7 @@ demo: setup
 	$(VENV)/bin/cosmos-robot demo --out demo_out
 
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
 
 bench: setup
 	$(PY) benchmarks/bench_collect.py --quick --json out/bench_collect.json

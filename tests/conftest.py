@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
 
 import cosmos_robot  # noqa: F401  (sets MUJOCO_GL=egl before anything imports mujoco)
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Two workers on two cores: one thread each, or torch's default of one per core oversubscribes them.
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
