@@ -151,6 +151,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     off.add_argument("--dataset", required=True, help="LeRobot dataset or zarr store (held-out episodes)")
     off.add_argument("--episodes", type=int, help="evaluate the first N episodes (default: all)")
     off.add_argument("--denoising-steps", type=int, default=10, help="Euler steps per model call")
+    off.add_argument("--seed", type=int, default=0, help="seeds the sampling noise")
     off.add_argument("--json", required=True, help="write the metrics here")
     off.set_defaults(run=_run_eval_offline)
 
@@ -158,17 +159,26 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     _add_model_args(fd)
     fd.add_argument("--episodes", type=int, default=8, help="seeded episodes per action source")
     fd.add_argument("--horizon", type=int, default=16, help="open-loop steps")
+    fd.add_argument(
+        "--seed", type=int, help="seed of the first evaluation episode (default: the harness's evaluation seeds)"
+    )
     fd.set_defaults(run=_run_eval_fd)
 
     rank = kinds.add_parser("rank", help="rank graded scripted policies in MuJoCo and in the learned env")
     _add_model_args(rank)
     rank.add_argument("--episodes", type=int, default=8, help="seeded episodes per policy")
+    rank.add_argument(
+        "--seed", type=int, help="seed of the first evaluation episode (default: the harness's evaluation seeds)"
+    )
     rank.set_defaults(run=_run_eval_rank)
 
     rl = kinds.add_parser("imagination-rl", help="PPO trained in the learned env vs in MuJoCo, both run in MuJoCo")
     _add_model_args(rl, embodiment=False)
     rl.add_argument("--ppo-steps", type=int, default=16_384, help="PPO environment steps in each world")
     rl.add_argument("--eval-episodes", type=int, default=16, help="MuJoCo episodes per trained policy")
+    rl.add_argument(
+        "--seed", type=int, help="seed of the first evaluation episode (default: the harness's evaluation seeds)"
+    )
     rl.set_defaults(run=_run_eval_imagination_rl)
 
     pol = kinds.add_parser("policy", help="a policy closed loop in MuJoCo from seeded starts (optionally recorded)")
@@ -197,6 +207,9 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     lab.add_argument("--episodes", type=int, default=10, help="seeded episodes (half expert, half noisy)")
     lab.add_argument("--denoising-steps", type=int, default=10, help="denoising steps")
     lab.add_argument("--stride", type=int, default=1, help="frames between window starts")
+    lab.add_argument(
+        "--seed", type=int, help="seed of the first evaluation episode (default: the harness's evaluation seeds)"
+    )
     lab.add_argument("--baseline-data", nargs="*", help="datasets to train the supervised frame-pair baseline on")
     lab.add_argument("--baseline-seconds", type=float, default=120.0, help="CPU seconds for the baseline")
     lab.add_argument("--json", required=True, help="write the metrics here (a PNG plot is written beside it)")
@@ -217,13 +230,23 @@ def _write_json(path: str, metrics: dict) -> None:
     write_file_atomic(path, json.dumps(metrics, indent=2))
 
 
+def _seed(args: argparse.Namespace) -> dict[str, int]:
+    """``seed=`` for a harness when ``--seed`` was given; otherwise the harness keeps its evaluation seeds."""
+    return {} if args.seed is None else {"seed": args.seed}
+
+
 def _run_eval_fd(args: argparse.Namespace) -> None:
     from cosmos_robot.eval.fd_fidelity import evaluate_fd, frame_strip, plot_fd
     from cosmos_robot.world_model import WorldActionModel
 
     model = WorldActionModel.from_pretrained(args.checkpoint)
     result = evaluate_fd(
-        model, args.embodiment, episodes=args.episodes, horizon=args.horizon, sampling_steps=args.sampling_steps or 4
+        model,
+        args.embodiment,
+        episodes=args.episodes,
+        horizon=args.horizon,
+        sampling_steps=args.sampling_steps or 4,
+        **_seed(args),
     )
     _write_json(args.json, result.to_json())
     plot = plot_fd(result, Path(args.json).with_suffix(".png"))
@@ -232,6 +255,7 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
         f"{args.embodiment}: PSNR h1/h8/h{args.horizon} {result.psnr[0]:.1f}/{result.psnr[7]:.1f}/"
         f"{result.psnr[-1]:.1f} dB vs copy-last {result.psnr_copy_last[0]:.1f}/{result.psnr_copy_last[7]:.1f}/"
         f"{result.psnr_copy_last[-1]:.1f}; delta_psnr_shuffled {result.delta_psnr_shuffled:.2f} dB; "
+        f"effector found h1/h{args.horizon} {result.effector_found[0]:.2f}/{result.effector_found[-1]:.2f}; "
         f"written to {args.json}, {plot}, {strip}"
     )
 
@@ -241,7 +265,9 @@ def _run_eval_rank(args: argparse.Namespace) -> None:
     from cosmos_robot.world_model import WorldActionModel
 
     model = WorldActionModel.from_pretrained(args.checkpoint)
-    result = evaluate_ranking(model, args.embodiment, episodes=args.episodes, sampling_steps=args.sampling_steps or 4)
+    result = evaluate_ranking(
+        model, args.embodiment, episodes=args.episodes, sampling_steps=args.sampling_steps or 4, **_seed(args)
+    )
     _write_json(args.json, result.to_json())
     plot = plot_ranking(result, Path(args.json).with_suffix(".png"))
     print(
@@ -266,6 +292,7 @@ def _run_eval_label(args: argparse.Namespace) -> None:
         stride=args.stride,
         baseline_data=args.baseline_data,
         baseline_seconds=args.baseline_seconds,
+        **_seed(args),
     )
     plot = plot_labeling(result, Path(args.json).with_suffix(".png"))
     _write_json(args.json, result.to_json())
@@ -282,7 +309,11 @@ def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
 
     model = WorldActionModel.from_pretrained(args.checkpoint)
     result = evaluate_imagination_rl(
-        model, steps=args.ppo_steps, eval_episodes=args.eval_episodes, sampling_steps=args.sampling_steps or 2
+        model,
+        steps=args.ppo_steps,
+        eval_episodes=args.eval_episodes,
+        sampling_steps=args.sampling_steps or 2,
+        **({} if args.seed is None else {"eval_seed": args.seed}),
     )
     _write_json(args.json, result.to_json())
     print(
@@ -328,7 +359,7 @@ def _run_eval_offline(args: argparse.Namespace) -> None:
     from cosmos_robot.world_model import WorldActionModel
 
     model = WorldActionModel.from_pretrained(args.checkpoint)
-    metrics = evaluate_offline(model, args.dataset, episodes=args.episodes, steps=args.denoising_steps)
+    metrics = evaluate_offline(model, args.dataset, episodes=args.episodes, steps=args.denoising_steps, seed=args.seed)
     _write_json(args.json, metrics.to_json())
     fd = ", ".join(f"{p:.1f}/{c:.1f}" for p, c in zip(metrics.fd_psnr, metrics.fd_psnr_copy_last, strict=True))
     print(

@@ -175,6 +175,15 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     rows = []
     for e, fd in report["forward_dynamics"].items():
         h = [1, len(fd["psnr"]) // 2, len(fd["psnr"])]
+        found = " / ".join(f"{fd['effector_found'][i - 1]:.2f}" for i in h)
+        rows.append((e, f"FD effector found in imagined frames, h{h[0]}/h{h[1]}/h{h[2]}", found, "1.00 = always"))
+        errors = " / ".join(_mm(fd["effector_error_mm"][i - 1]) for i in h)
+        shuffled = " / ".join(_mm(fd["effector_error_mm_shuffled"][i - 1]) for i in h)
+        rows.append((e, f"FD effector error mm, h{h[0]}/h{h[1]}/h{h[2]} (vs shuffled actions)", errors, shuffled))
+        rows.append(
+            (e, f"FD block error mm at h{h[2]}", _mm(fd["block_error_mm"][-1]),
+             f"detector floor {_mm(fd['detector_floor_mm']['block'])}")
+        )  # fmt: skip
         ours = " / ".join(f"{fd['psnr'][i - 1]:.1f}" for i in h)
         base = " / ".join(f"{fd['psnr_copy_last'][i - 1]:.1f}" for i in h)
         rows.append((e, f"FD PSNR dB at h{h[0]}/h{h[1]}/h{h[2]} (vs copy-last)", ours, base))
@@ -195,6 +204,10 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
              f"expert {pol['pixel-expert']['success_rate']:.2f}, random {pol['random']['success_rate']:.2f}")
         )  # fmt: skip
     return rows
+
+
+def _mm(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
 
 
 def _summary(report: dict[str, Any], out: Path) -> str:

@@ -13,7 +13,18 @@ from cosmos_robot.cli import main
 from cosmos_robot.datasets.lerobot_io import load_lerobot
 
 METRICS = {
-    "forward_dynamics": ("psnr", "psnr_copy_last", "psnr_shuffled", "delta_psnr_shuffled", "state_error", "ssim"),
+    "forward_dynamics": (
+        "psnr",
+        "psnr_copy_last",
+        "psnr_shuffled",
+        "delta_psnr_shuffled",
+        "state_error",
+        "ssim",
+        "effector_found",
+        "effector_error_mm",
+        "block_error_mm",
+        "detector_floor_mm",
+    ),
     "labeling": ("r2", "mse_per_dim", "replay_success_ratio", "true_action_replay_success_rate"),
 }
 
@@ -37,6 +48,7 @@ def test_the_demo_writes_the_report_the_plots_and_a_verified_recording(smoke_che
         assert len(list((out / f"label_{embodiment}" / "videos").glob("*.mp4"))) == 2
     assert (out / "policy_success.png").stat().st_size > 1000
     assert "| point | labels R2 vs true actions |" in (out / "report.md").read_text()
+    assert "| point | FD effector found in imagined frames" in (out / "report.md").read_text()
     rerun = Path(sys.executable).with_name("rerun")
     assert subprocess.run([str(rerun), "rrd", "verify", str(out / "policy.rrd")], capture_output=True).returncode == 0
     printed = capsys.readouterr().out

@@ -6,6 +6,7 @@ import inspect
 
 from cosmos_robot.eval.closed_loop import evaluate_policy
 from cosmos_robot.eval.fd_fidelity import evaluate_fd
+from cosmos_robot.eval.imagination_rl import evaluate_imagination_rl
 from cosmos_robot.eval.labeling import evaluate_labeling
 from cosmos_robot.eval.ranking import evaluate_ranking
 from cosmos_robot.recipes import RECIPES
@@ -21,3 +22,4 @@ def test_recipe_data_seeds_stay_below_the_tuning_seeds():
 def test_every_harness_defaults_to_evaluation_seeds():
     for harness in (evaluate_policy, evaluate_fd, evaluate_labeling, evaluate_ranking):
         assert inspect.signature(harness).parameters["seed"].default >= EVAL_SEED, harness.__name__
+    assert inspect.signature(evaluate_imagination_rl).parameters["eval_seed"].default >= EVAL_SEED

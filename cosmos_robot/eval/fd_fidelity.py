@@ -7,6 +7,11 @@ state and is fed the same actions. Per horizon: PSNR and SSIM of imagined vs rea
 error, and the copy-last-frame baseline (the first frame held). Action following: the same starts
 fed another episode's actions (rolled by one across episodes); ``delta_psnr_shuffled`` is the PSNR
 lost at horizon 8, and a model that ignores its actions scores ~0.
+
+Object level (:mod:`cosmos_robot.eval.objects`): per horizon, the share of imagined frames where the
+effector and the block are found and their error in mm against the detection on the MuJoCo frame,
+with the true and with the shuffled actions; and the detector's own floor on the real frames. They
+read exactly the frames the env returns.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from tqdm.auto import tqdm
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.envs.start_sources import FixedStarts, Start
+from cosmos_robot.eval.objects import OBJECTS, detector_floor_mm, object_metrics
 from cosmos_robot.eval.result import EvalResult, example_field
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import AGENT_POS, PIXELS
@@ -31,6 +37,20 @@ from cosmos_robot.rollout import run_episode
 from cosmos_robot.seeds import EVAL_SEED
 
 SOURCES = {"expert": 0.0, "noisy": 0.5, "random": 1.0}
+# Per-horizon metrics averaged over the sources for the headline numbers.
+POOLED = (
+    "psnr",
+    "ssim",
+    "psnr_copy_last",
+    "state_error",
+    "psnr_shuffled",
+    "effector_found",
+    "effector_error_mm",
+    "block_found",
+    "block_error_mm",
+    "effector_found_shuffled",
+    "effector_error_mm_shuffled",
+)
 SHUFFLED_AT = 8
 
 
@@ -47,6 +67,12 @@ class FDResult(EvalResult):
         psnr_shuffled: PSNR with another episode's actions from the same starts.
         delta_psnr_shuffled: PSNR lost at horizon 8 with shuffled actions (0 = the env ignores actions).
         beats_copy_last_at: horizons where the learned env's PSNR beats copy-last.
+        effector_found, block_found: share of imagined frames where each object is found, per horizon.
+        effector_error_mm, block_error_mm: its mean error against the MuJoCo frame's detection (None
+            where it is found in no imagined frame).
+        effector_found_shuffled, effector_error_mm_shuffled: the same with shuffled actions.
+        detector_floor_mm: per object, the detector's mean error on the real frames against MuJoCo's
+            true positions (what the errors above cannot go below).
         per_source: the same metrics for each action source (expert, noisy, random).
         episodes_per_source, sources, sampling_steps, seeds: the settings.
         example: one episode's real and imagined frames, for the frame strip (not in the JSON).
@@ -61,6 +87,13 @@ class FDResult(EvalResult):
     psnr_shuffled: list[float]
     delta_psnr_shuffled: float
     beats_copy_last_at: list[int]
+    effector_found: list[float]
+    effector_error_mm: list[float | None]
+    block_found: list[float]
+    block_error_mm: list[float | None]
+    effector_found_shuffled: list[float]
+    effector_error_mm_shuffled: list[float | None]
+    detector_floor_mm: dict[str, float | None]
     per_source: dict[str, dict[str, Any]]
     episodes_per_source: int
     sources: dict[str, float]
@@ -70,7 +103,8 @@ class FDResult(EvalResult):
 
 
 def record_mujoco(env_id: str, noise: float, seeds: list[int], horizon: int) -> dict[str, np.ndarray]:
-    """Run a scripted source in MuJoCo: frames (E, H+1, ...), states (E, H+1, S), actions (E, H, A)."""
+    """Run a scripted source in MuJoCo: frames (E, H+1, ...), states (E, H+1, S), actions (E, H, A), and the
+    true effector and block positions (E, H+1, 2)."""
     env = gym.make(env_id)
     episodes = []
     try:
@@ -84,6 +118,8 @@ def record_mujoco(env_id: str, noise: float, seeds: list[int], horizon: int) -> 
         "frames": np.stack([e.frames() for e in episodes]),
         "states": np.stack([e.states() for e in episodes]),
         "actions": np.stack([np.stack(e.actions) for e in episodes]),
+        "effector": np.stack([[info["effector_pos"] for info in e.infos] for e in episodes]),
+        "block": np.stack([[info["block_pose"][:2] for info in e.infos] for e in episodes]),
     }
 
 
@@ -101,10 +137,10 @@ def imagine(
     return {"frames": np.stack(frames, 1), "states": np.stack(states, 1)}
 
 
-def _per_horizon(real: dict[str, np.ndarray], pred: dict[str, np.ndarray]) -> dict[str, list[float]]:
+def _per_horizon(real: dict[str, np.ndarray], pred: dict[str, np.ndarray]) -> dict[str, list[Any]]:
     e, h1 = real["frames"].shape[:2]
     hs = range(1, h1)
-    return {
+    return object_metrics(real["frames"][:, 1:], pred["frames"][:, 1:]) | {
         "psnr": [float(np.mean([psnr(pred["frames"][i, h], real["frames"][i, h]) for i in range(e)])) for h in hs],
         "ssim": [float(np.mean([ssim(pred["frames"][i, h], real["frames"][i, h]) for i in range(e)])) for h in hs],
         "psnr_copy_last": [
@@ -112,6 +148,16 @@ def _per_horizon(real: dict[str, np.ndarray], pred: dict[str, np.ndarray]) -> di
         ],
         "state_error": [float(np.linalg.norm(pred["states"][:, h] - real["states"][:, h], axis=-1).mean()) for h in hs],
     }
+
+
+def _mean_or_none(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if present else None
+
+
+def _mean_over_sources(per_source: list[list[float | None]]) -> list[float | None]:
+    """Per horizon, the mean over the sources that have a value there (None where none has)."""
+    return [_mean_or_none(list(at)) for at in zip(*per_source, strict=True)]
 
 
 def evaluate_fd(
@@ -152,14 +198,21 @@ def evaluate_fd(
         shuffled = imagine(envs, starts, np.roll(real["actions"], 1, axis=0), seed)
         envs.close()
         metrics = _per_horizon(real, pred)
-        metrics["psnr_shuffled"] = _per_horizon(real, shuffled)["psnr"]
+        wrong = _per_horizon(real, shuffled)
+        metrics["psnr_shuffled"] = wrong["psnr"]
+        metrics["effector_found_shuffled"] = wrong["effector_found"]
+        metrics["effector_error_mm_shuffled"] = wrong["effector_error_mm"]
+        metrics["detector_floor_mm"] = detector_floor_mm(
+            real["frames"], {"effector": real["effector"], "block": real["block"]}
+        )
         metrics["delta_psnr_shuffled"] = metrics["psnr"][SHUFFLED_AT - 1] - metrics["psnr_shuffled"][SHUFFLED_AT - 1]
         per_source[name] = metrics
-        for key in ("psnr", "ssim", "psnr_copy_last", "state_error", "psnr_shuffled"):
+        for key in POOLED:
             pooled.setdefault(key, []).append(metrics[key])
         if example is None:
             example = {"real": real["frames"][0], "imagined": pred["frames"][0]}
-    mean = {key: np.mean(values, axis=0).tolist() for key, values in pooled.items()}
+    mean = {key: _mean_over_sources(values) for key, values in pooled.items()}
+    floors = [m["detector_floor_mm"] for m in per_source.values()]
     return FDResult(
         embodiment=embodiment,
         horizon=list(range(1, horizon + 1)),
@@ -169,6 +222,13 @@ def evaluate_fd(
         state_error=mean["state_error"],
         psnr_shuffled=mean["psnr_shuffled"],
         delta_psnr_shuffled=mean["psnr"][SHUFFLED_AT - 1] - mean["psnr_shuffled"][SHUFFLED_AT - 1],
+        effector_found=mean["effector_found"],
+        effector_error_mm=mean["effector_error_mm"],
+        block_found=mean["block_found"],
+        block_error_mm=mean["block_error_mm"],
+        effector_found_shuffled=mean["effector_found_shuffled"],
+        effector_error_mm_shuffled=mean["effector_error_mm_shuffled"],
+        detector_floor_mm={name: _mean_or_none([f[name] for f in floors]) for name in OBJECTS},
         beats_copy_last_at=[
             h for h, (a, b) in enumerate(zip(mean["psnr"], mean["psnr_copy_last"], strict=True), 1) if a > b
         ],

@@ -159,8 +159,12 @@ def evaluate_imagination_rl(
     sampling_steps: int = 2,
     seed: int = 0,
     progress: bool = True,
+    eval_seed: int = EVAL_SEED + 20_000,
 ) -> ImaginationRLResult:
-    """Train PPO for ``steps`` in the learned env and in MuJoCo; evaluate both in MuJoCo."""
+    """Train PPO for ``steps`` in the learned env and in MuJoCo; evaluate both in MuJoCo.
+
+    ``seed`` seeds PPO and the learned env's starts; ``eval_seed`` is the first MuJoCo evaluation episode's seed.
+    """
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
@@ -190,7 +194,6 @@ def evaluate_imagination_rl(
     real.learn(total_timesteps=steps, progress_bar=False)
     real_vec.close()
 
-    eval_seed = EVAL_SEED + 20_000
     rng = np.random.default_rng(seed)
     low, high = np.array([-0.3, -0.3], np.float32), np.array([0.3, 0.3], np.float32)
     results = {

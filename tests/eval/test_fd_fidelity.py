@@ -26,6 +26,9 @@ def test_fd_fidelity_reports_per_horizon_metrics(model):
     # The copy-last baseline is computed from MuJoCo alone: it must be a real PSNR, falling with horizon.
     assert 15 < result.psnr_copy_last[-1] < result.psnr_copy_last[0] < 60
     assert set(result.per_source) == {"expert", "noisy", "random"}
+    # Object level: one value per horizon, and a detector that finds real objects within a few mm.
+    assert len(result.effector_found) == len(result.block_error_mm) == len(result.effector_error_mm_shuffled) == 8
+    assert 0 < result.detector_floor_mm["effector"] < 10 and 0 < result.detector_floor_mm["block"] < 10
 
 
 def test_fd_fidelity_rejects_short_horizons(model):
