@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from cosmos_robot.envs.push_block import PushBlockEnv
 from cosmos_robot.pixel_residual import CHANGE_LEVELS
 from cosmos_robot.world_model import POLICY_GUIDANCE, WorldActionModel
+from tests.golden.make_default_outputs import record_inputs
 
 
 @pytest.fixture(scope="module")
@@ -19,18 +19,8 @@ def model(smoke_checkpoint):
 
 @pytest.fixture(scope="module")
 def episode():
-    env = PushBlockEnv("point")
-    obs, _ = env.reset(seed=3)
-    rng = np.random.default_rng(0)
-    frames, states, actions = [obs["pixels"]], [obs["agent_pos"]], []
-    for _ in range(9):
-        action = rng.uniform(env.action_space.low, env.action_space.high).astype(np.float32)
-        obs, *_ = env.step(action)
-        frames.append(obs["pixels"])
-        states.append(obs["agent_pos"])
-        actions.append(action)
-    env.close()
-    return np.stack(frames), np.stack(states), np.stack(actions)
+    recorded = record_inputs("point", seed=3, steps=9)
+    return recorded["frames"], recorded["states"], recorded["actions"]
 
 
 def test_forward_dynamics_shapes_single_and_batched(model, episode):

@@ -201,18 +201,8 @@ class ForwardDynamicsEnv(gym.Env):
     ) -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r} is not supported; expected None or 'rgb_array'")
-        self.imagination = Imagination(
-            checkpoint,
-            embodiment,
-            start,
-            reference,
-            max_episode_steps,
-            sampling_steps,
-            reward_fn,
-            success_fn,
-            success_threshold,
-            terminate_on_success,
-        )
+        settings = (max_episode_steps, sampling_steps, reward_fn, success_fn, success_threshold, terminate_on_success)
+        self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings)
         self.observation_space = self.imagination.observation_space
         self.action_space = self.imagination.action_space
         self.render_mode = render_mode
@@ -289,18 +279,8 @@ class ForwardDynamicsVectorEnv(VectorEnv):
     ) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r}; expected a positive integer")
-        self.imagination = Imagination(
-            checkpoint,
-            embodiment,
-            start,
-            reference,
-            max_episode_steps,
-            sampling_steps,
-            reward_fn,
-            success_fn,
-            success_threshold,
-            terminate_on_success,
-        )
+        settings = (max_episode_steps, sampling_steps, reward_fn, success_fn, success_threshold, terminate_on_success)
+        self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings)
         self.num_envs = num_envs
         self.single_observation_space = self.imagination.observation_space
         self.single_action_space = self.imagination.action_space

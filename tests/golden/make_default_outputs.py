@@ -19,15 +19,15 @@ EMBODIMENTS = ("point", "arm2")
 STEPS = 4  # denoising steps: enough to exercise the sampler, cheap enough for the default test run
 
 
-def record_inputs(embodiment: str, seed: int) -> dict[str, np.ndarray]:
-    """Eight frames, states and the seven uniform-random actions between them, from a seeded reset."""
+def record_inputs(embodiment: str, seed: int, steps: int = 7) -> dict[str, np.ndarray]:
+    """``steps + 1`` frames and states and the uniform-random actions between them, from a seeded reset."""
     from cosmos_robot.envs.push_block import PushBlockEnv
 
     env = PushBlockEnv(embodiment)
     obs, _ = env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     frames, states, actions = [obs["pixels"]], [obs["agent_pos"]], []
-    for _ in range(7):
+    for _ in range(steps):
         action = rng.uniform(env.action_space.low, env.action_space.high).astype(np.float32)
         obs, *_ = env.step(action)
         frames.append(obs["pixels"])
