@@ -7,13 +7,14 @@ import inspect
 import pytest
 
 from cosmos_robot.backends.cosmos3 import Cosmos3Backend
+from cosmos_robot.eval.oracle import MuJoCoOracle
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.world_model import WorldActionModel, load_world_model
 
 CALLS = ("forward_dynamics", "inverse_dynamics", "policy", "action_names")
 
 
-@pytest.mark.parametrize("backend", [WorldActionModel, Cosmos3Backend])
+@pytest.mark.parametrize("backend", [WorldActionModel, Cosmos3Backend, MuJoCoOracle])
 @pytest.mark.parametrize("call", CALLS)
 def test_backend_signatures_equal_the_protocol(backend, call):
     expected = inspect.signature(getattr(WorldModel, call))
@@ -31,6 +32,7 @@ def test_both_backends_are_world_models():
     native = WorldActionModel.from_pretrained("default")
     assert isinstance(native, WorldModel)
     assert isinstance(Cosmos3Backend.tiny_random(), WorldModel)
+    assert isinstance(MuJoCoOracle("cosmos_robot/PushBlockPoint-v0"), WorldModel)
 
 
 def test_load_world_model_names_the_protocol_for_other_objects():

@@ -1,0 +1,164 @@
+"""MuJoCo as its own world model: the oracle every learned-env harness must score perfectly.
+
+A metric is only as good as its harness. :class:`MuJoCoOracle` implements the forward dynamics of
+:class:`~cosmos_robot.interface.WorldModel` by continuing the true simulation: every frame it has
+seen (a registered start, or a frame it predicted) is remembered with the simulator state behind it,
+so a request from that frame restores the state and steps MuJoCo with the given actions. Run through
+``eval fd`` or ``eval rank`` it must find every object at 0 mm, lose PSNR with shuffled actions, and
+rank policies exactly as MuJoCo does; a harness that does not say so is broken.
+
+It predicts forward dynamics only: inverse dynamics and the policy are errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+from cosmos_robot.envs import push_block_embodiment
+from cosmos_robot.interface import ActionChunk, Prediction
+from cosmos_robot.keys import AGENT_POS, PIXELS
+
+_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+def _key(frame: np.ndarray) -> str:
+    return hashlib.sha1(np.ascontiguousarray(frame).tobytes()).hexdigest()
+
+
+class MuJoCoOracle:
+    """The true simulator behind the ``WorldModel`` forward-dynamics call, for one PushBlock env.
+
+    Args:
+        env_id: a PushBlock id.
+        seeds: reset seeds whose first frames are starts the oracle may be asked to continue.
+    """
+
+    fps = 10.0
+    num_frames = 5
+    context_frames = 1
+
+    def __init__(self, env_id: str, seeds: Iterable[int] = ()) -> None:
+        self.embodiment = push_block_embodiment(env_id)
+        self.env = gym.make(env_id).unwrapped
+        self._states: dict[str, np.ndarray] = {}
+        self.register(seeds)
+
+    @property
+    def embodiments(self) -> list[str]:
+        """The one embodiment of its env."""
+        return [self.embodiment]
+
+    @property
+    def image_size(self) -> int:
+        """Side of the env's frames."""
+        return int(self.env.observation_space[PIXELS].shape[0])
+
+    @property
+    def future_frames(self) -> int:
+        """Frames per call of a learned model's window (the oracle takes any horizon)."""
+        return self.num_frames - self.context_frames
+
+    def action_names(self, embodiment: str) -> list[str]:
+        """The env's action dimensions."""
+        return [f"a{i}" for i in range(self.env.action_space.shape[0])]
+
+    def register(self, seeds: Iterable[int]) -> None:
+        """Remember the first frame of each seeded reset, with its simulator state."""
+        for seed in seeds:
+            obs, _ = self.env.reset(seed=int(seed))
+            self._remember(obs[PIXELS])
+
+    def _remember(self, frame: np.ndarray) -> None:
+        state = np.empty(mujoco.mj_stateSize(self.env.model, _STATE))
+        mujoco.mj_getState(self.env.model, self.env.data, state, _STATE)
+        self._states[_key(frame)] = state
+
+    def _restore(self, frame: np.ndarray) -> None:
+        key = _key(frame)
+        if key not in self._states:
+            raise ValueError(
+                "frame is neither a registered start nor a frame the oracle predicted; expected "
+                "MuJoCoOracle(seeds=...) to include the start's seed"
+            )
+        mujoco.mj_setState(self.env.model, self.env.data, self._states[key], _STATE)
+        mujoco.mj_forward(self.env.model, self.env.data)
+
+    def forward_dynamics(
+        self,
+        frames: np.ndarray,
+        actions: np.ndarray,
+        embodiment: str,
+        states: np.ndarray | None = None,
+        steps: int | None = None,
+        seed: int = 0,
+        pixel_residual: bool | None = None,
+    ) -> Prediction:
+        """MuJoCo's own frames, agent states, rewards and success for ``actions`` from the last frame."""
+        if embodiment != self.embodiment:
+            raise ValueError(f"embodiment={embodiment!r}; this oracle simulates {self.embodiment!r}")
+        frames = np.asarray(frames)
+        frames = frames[None] if frames.ndim == 4 else frames
+        actions = np.asarray(actions, np.float32)
+        actions = actions[None] if actions.ndim == 2 else actions
+        out_frames, out_states, rewards, success = [], [], [], []
+        for row, row_actions in zip(frames, actions, strict=True):
+            self._restore(row[-1])
+            episode = {"frames": [], "states": [], "rewards": [], "success": []}
+            for action in row_actions:
+                obs, reward, terminated, _, _ = self.env.step(action)
+                self._remember(obs[PIXELS])
+                episode["frames"].append(obs[PIXELS].copy())
+                episode["states"].append(obs[AGENT_POS].copy())
+                episode["rewards"].append(reward)
+                episode["success"].append(float(terminated))
+            out_frames.append(episode["frames"])
+            out_states.append(episode["states"])
+            rewards.append(episode["rewards"])
+            success.append(episode["success"])
+        return Prediction(
+            np.asarray(out_frames, np.uint8),
+            np.asarray(out_states, np.float32),
+            np.asarray(rewards, np.float32),
+            np.asarray(success, np.float32),
+        )
+
+    def inverse_dynamics(
+        self,
+        frames: np.ndarray,
+        embodiment: str,
+        fps: float | None = None,
+        steps: int | None = None,
+        seed: int = 0,
+        return_spread: bool = False,
+        stride: int | None = None,
+        normalized: bool = False,
+        batch_windows: int = 256,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """Not simulated: the oracle is for forward-dynamics harnesses."""
+        raise ValueError("the MuJoCo oracle predicts forward dynamics only; expected a learned model for labeling")
+
+    def policy(
+        self,
+        frame: np.ndarray,
+        embodiment: str,
+        instruction: str | None = None,
+        state: np.ndarray | None = None,
+        history: np.ndarray | None = None,
+        steps: int | None = None,
+        seed: int = 0,
+        use_cache: bool = True,
+        pixel_residual: bool | None = None,
+        action_estimate: str | None = None,
+        guidance_scale: float | None = None,
+    ) -> ActionChunk:
+        """Not simulated: the oracle is for forward-dynamics harnesses."""
+        raise ValueError("the MuJoCo oracle predicts forward dynamics only; expected a learned model for a policy")
+
+    def close(self) -> None:
+        """Close its env."""
+        self.env.close()

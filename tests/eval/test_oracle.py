@@ -1,0 +1,57 @@
+"""The learned-env harnesses on MuJoCo as its own model (perfect scores) and on a model that ignores actions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosmos_robot.eval.fd_fidelity import evaluate_fd
+from cosmos_robot.eval.oracle import MuJoCoOracle
+from cosmos_robot.eval.ranking import evaluate_ranking
+from cosmos_robot.interface import Prediction
+from cosmos_robot.seeds import EVAL_SEED
+
+POINT = "cosmos_robot/PushBlockPoint-v0"
+
+
+class StandStill(MuJoCoOracle):
+    """A broken world model: every predicted frame is the observed one, whatever the actions."""
+
+    def forward_dynamics(self, frames, actions, embodiment, states=None, steps=None, seed=0, pixel_residual=None):
+        frames, actions = np.asarray(frames), np.asarray(actions)
+        b, h = actions.shape[:2]
+        held = np.repeat(frames[:, -1:], h, 1)
+        return Prediction(held, np.repeat(np.asarray(states)[:, None], h, 1), np.zeros((b, h)), np.zeros((b, h)))
+
+
+def test_fd_fidelity_scores_the_oracle_perfectly_and_sees_shuffled_actions():
+    oracle = MuJoCoOracle(POINT, seeds=range(EVAL_SEED, EVAL_SEED + 3))
+    result = evaluate_fd(oracle, "point", episodes=3, horizon=8, sampling_steps=1, progress=False)
+    assert result.effector_found == [1.0] * 8 and result.block_found == [1.0] * 8
+    assert result.effector_error_mm == [0.0] * 8 and result.block_error_mm == [0.0] * 8
+    assert result.state_error == [0.0] * 8
+    assert result.effector_error_mm_shuffled[7] > 20.0 and result.delta_psnr_shuffled > 20.0
+    assert result.beats_copy_last_at == list(range(1, 9))
+
+
+def test_fd_fidelity_fails_a_model_that_ignores_its_actions():
+    broken = StandStill(POINT)
+    result = evaluate_fd(broken, "point", episodes=3, horizon=8, sampling_steps=1, progress=False)
+    assert result.delta_psnr_shuffled == 0.0 and result.effector_error_mm == result.effector_error_mm_shuffled
+    assert result.effector_error_mm[7] > 20.0  # the real effector moved away from where it is drawn
+
+
+def test_ranking_of_the_oracle_is_the_simulators_own():
+    oracle = MuJoCoOracle(POINT, seeds=range(EVAL_SEED + 10_000, EVAL_SEED + 10_003))
+    result = evaluate_ranking(oracle, "point", episodes=3, noises=(0.0, 0.5, 1.0), sampling_steps=1, progress=False)
+    assert result.spearman == pytest.approx(1.0) and result.pearson == pytest.approx(1.0)
+    for policy in result.policies:
+        assert policy["imagined_return"] == pytest.approx(policy["mujoco_return"], abs=1e-5)
+
+
+def test_an_unregistered_start_is_a_clear_error():
+    oracle = MuJoCoOracle(POINT)
+    with pytest.raises(ValueError, match="neither a registered start"):
+        oracle.forward_dynamics(np.zeros((1, 1, 64, 64, 3), np.uint8), np.zeros((1, 1, 2)), "point")
+    with pytest.raises(ValueError, match="forward dynamics only"):
+        oracle.inverse_dynamics(np.zeros((2, 64, 64, 3), np.uint8), "point")
