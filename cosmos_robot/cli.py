@@ -348,7 +348,8 @@ def _run_eval_policy(args: argparse.Namespace) -> None:
     _write_json(args.json, result.to_json())
     where = f"; recording: rerun {result.rerun}" if recorder is not None else ""
     print(
-        f"{args.policy} in {args.env}: success_rate {result.success_rate:.2f}, mean return "
+        f"{args.policy} in {args.env}: success_rate {result.success_rate:.2f} "
+        f"(95 % CI {result.success_ci95[0]:.2f}-{result.success_ci95[1]:.2f}), mean return "
         f"{result.mean_return:.2f}, mean length {result.mean_length:.1f} over {args.episodes} episodes; "
         f"written to {args.json}{where}"
     )

@@ -200,10 +200,15 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         )  # fmt: skip
     for e, pol in report["policy"].items():
         rows.append(
-            (e, "policy success rate in MuJoCo", f"{pol['model']['success_rate']:.2f}",
+            (e, "policy success rate in MuJoCo (95 % interval)", _rate(pol["model"]),
              f"expert {pol['pixel-expert']['success_rate']:.2f}, random {pol['random']['success_rate']:.2f}")
         )  # fmt: skip
     return rows
+
+
+def _rate(result: dict[str, Any]) -> str:
+    low, high = result["success_ci95"]
+    return f"{result['success_rate']:.2f} ({low:.2f}-{high:.2f})"
 
 
 def _mm(value: float | None) -> str:

@@ -1,4 +1,4 @@
-"""Image and ranking metrics used by every evaluation: PSNR, SSIM, Spearman, Pearson."""
+"""Metrics used by every evaluation: PSNR, SSIM, Spearman, Pearson, and intervals for success rates."""
 
 from __future__ import annotations
 
@@ -60,3 +60,19 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman rank correlation (Pearson of average ranks)."""
     return pearson(_ranks(x), _ranks(y))
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson score interval of a success rate (``z`` = 1.96): honest at 0 and 1 and for 20 episodes.
+
+    >>> [round(v, 2) for v in wilson_interval(18, 20)]
+    [0.7, 0.97]
+    """
+    if trials <= 0:
+        raise ValueError(f"trials={trials!r}; expected a positive number of episodes")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes={successes!r}; expected 0..{trials}")
+    rate = successes / trials
+    centre = (rate + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * np.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))

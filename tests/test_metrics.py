@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosmos_robot.metrics import pearson, psnr, spearman, ssim
+from cosmos_robot.metrics import pearson, psnr, spearman, ssim, wilson_interval
 
 
 def test_psnr_of_identical_and_known_error():
@@ -32,3 +32,17 @@ def test_rank_correlations():
     assert pearson(np.ones(3), x[:3]) == 0.0
     with pytest.raises(ValueError, match="equal-length"):
         pearson(x, x[:2])
+
+
+def test_wilson_intervals_hold_the_rate_and_stay_inside_zero_one():
+    import doctest
+
+    import cosmos_robot.metrics as metrics
+
+    assert doctest.testmod(metrics).failed == 0
+    low, high = wilson_interval(0, 20)
+    assert low == 0.0 and 0.1 < high < 0.2  # 0/20 is not "certainly 0"
+    low, high = wilson_interval(20, 20)
+    assert 0.8 < low < 0.9 and high == 1.0
+    narrow, wide = wilson_interval(90, 100), wilson_interval(9, 10)
+    assert narrow[1] - narrow[0] < wide[1] - wide[0]

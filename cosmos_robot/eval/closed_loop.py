@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 from cosmos_robot.envs import push_block_embodiment
 from cosmos_robot.eval.recording import PolicyRecorder
 from cosmos_robot.eval.result import EvalResult
+from cosmos_robot.metrics import wilson_interval
 from cosmos_robot.policies.protocol import Policy
 from cosmos_robot.rollout import Episode, run_episode
 from cosmos_robot.seeds import EVAL_SEED
@@ -75,6 +76,7 @@ class ClosedLoopResult(EvalResult):
     Attributes:
         env_id, episodes: where and how many.
         success_rate, mean_return, mean_length: over the episodes.
+        success_ci95: the success rate's 95 % Wilson interval.
         seconds_per_step: time the policy took to choose an action, per step.
         per_episode: seed, return, length and success of each episode.
         policy: the policy's kind, where the caller names it.
@@ -84,6 +86,7 @@ class ClosedLoopResult(EvalResult):
     env_id: str
     episodes: int
     success_rate: float
+    success_ci95: tuple[float, float]
     mean_return: float
     mean_length: float
     seconds_per_step: float
@@ -138,6 +141,7 @@ def evaluate_policy(
         env_id=env_id,
         episodes=episodes,
         success_rate=float(np.mean([e["success"] for e in per_episode])),
+        success_ci95=wilson_interval(sum(e["success"] for e in per_episode), len(per_episode)),
         mean_return=float(np.mean([e["return"] for e in per_episode])),
         mean_length=float(np.mean([e["length"] for e in per_episode])),
         seconds_per_step=seconds / max(steps_total, 1),
