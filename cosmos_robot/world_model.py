@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from cosmos_robot.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from cosmos_robot.forking import note_use
 from cosmos_robot.interface import ActionChunk, Prediction, WorldModel
 from cosmos_robot.model.batches import GeneratorInputs, ReasonerInputs
 from cosmos_robot.model.plan import Mode, make_plan
@@ -46,6 +47,7 @@ class WorldActionModel:
     """
 
     def __init__(self, checkpoint: Checkpoint, device: str | torch.device = "cpu") -> None:
+        note_use("torch")
         self.checkpoint = checkpoint
         self.device = torch.device(device)
         self.network = checkpoint.network.float().to(self.device).eval()

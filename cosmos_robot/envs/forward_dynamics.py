@@ -25,6 +25,7 @@ from gymnasium.vector.utils import batch_space
 
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.start_sources import StartSource, make_start_source
+from cosmos_robot.forking import refuse_forked_child
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import AGENT_POS, PIXELS
 from cosmos_robot.world_model import load_world_model
@@ -65,6 +66,7 @@ class Imagination:
         success_threshold: float,
         terminate_on_success: bool,
     ) -> None:
+        refuse_forked_child("the learned env")
         if not isinstance(max_episode_steps, int) or max_episode_steps < 1:
             raise ValueError(f"max_episode_steps={max_episode_steps!r}; expected a positive integer")
         if not isinstance(sampling_steps, int) or sampling_steps < 1:

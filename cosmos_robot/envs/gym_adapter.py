@@ -20,6 +20,7 @@ from gymnasium import spaces
 import cosmos_robot.envs  # noqa: F401  (registers the PushBlock ids)
 from cosmos_robot.envs.push_block import validate_image_size
 from cosmos_robot.envs.rendering import require_egl
+from cosmos_robot.forking import note_use, refuse_forked_child
 from cosmos_robot.keys import AGENT_POS, PIXELS
 
 # Task cameras for gymnasium's own envs: their default cameras make small arms tiny at 64 px.
@@ -150,5 +151,7 @@ def make_env(
     if camera_name:
         camera["camera_name"] = camera_name
     camera = {k: v for k, v in camera.items() if v is not None}
+    refuse_forked_child(f"env={env_id!r}", resources=("egl",))
     env = gym.make(env_id, render_mode="rgb_array", width=width, height=height, **camera, **kwargs)
+    note_use("egl")
     return PixelsAgentPos(env, success_fn=SUCCESS_FNS.get(env_id))

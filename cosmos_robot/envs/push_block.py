@@ -13,6 +13,7 @@ from gymnasium import spaces
 
 from cosmos_robot.envs import push_block_scene as scene
 from cosmos_robot.envs.rendering import require_egl
+from cosmos_robot.forking import note_use, refuse_forked_child
 from cosmos_robot.keys import AGENT_POS, PIXELS
 
 SUCCESS_DISTANCE = 0.03  # block centre within 3 cm of the goal centre
@@ -102,11 +103,13 @@ class PushBlockEnv(gym.Env):
         self.render_mode = render_mode
 
         require_egl()
+        refuse_forked_child("a PushBlock env", resources=("egl",))
         self.model = mujoco.MjModel.from_xml_string(scene.scene_xml(embodiment))
         self.data = mujoco.MjData(self.model)
         # Renderers freed late by the garbage collector can wipe a newer EGL context: free them now.
         gc.collect()
         self._renderer = mujoco.Renderer(self.model, height=self.height, width=self.width)
+        note_use("egl")
 
         self._block_qadr = [self.model.jnt_qposadr[self.model.joint(n).id] for n in ("block_x", "block_y", "block_yaw")]
         self._goal_mocap = self.model.body("goal").mocapid[0]
