@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "seeds",
         "metrics",
         "json_values",
+        "forking",
         "actions",
         "interface",
         "temporal_ensemble",
