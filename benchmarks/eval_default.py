@@ -27,8 +27,9 @@ from cosmos_robot.world_model import WorldActionModel
 
 
 def heldout(data_dir: Path, embodiment: str, noise: float, episodes: int, seed: int) -> Path:
-    """A held-out dataset (collected once)."""
-    path = data_dir / f"{embodiment}_noise{noise:.1f}_{episodes}"
+    """A held-out dataset (collected once). Its folder names its seed: tuning and evaluation episodes
+    never share a cached folder."""
+    path = data_dir / f"{embodiment}_noise{noise:.1f}_{episodes}_seed{seed}"
     if not (path / "meta" / "info.json").is_file():
         collect(
             PUSH_BLOCK_IDS[embodiment],

@@ -176,6 +176,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     _add_model_args(rl, embodiment=False)
     rl.add_argument("--ppo-steps", type=int, default=16_384, help="PPO environment steps in each world")
     rl.add_argument("--eval-episodes", type=int, default=16, help="MuJoCo episodes per trained policy")
+    rl.add_argument("--ppo-seed", type=int, default=0, help="seeds PPO and the learned env's starts")
     rl.add_argument(
         "--seed", type=int, help="seed of the first evaluation episode (default: the harness's evaluation seeds)"
     )
@@ -212,6 +213,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     )
     lab.add_argument("--baseline-data", nargs="*", help="datasets to train the supervised frame-pair baseline on")
     lab.add_argument("--baseline-seconds", type=float, default=120.0, help="CPU seconds for the baseline")
+    lab.add_argument("--baseline-seed", type=int, default=0, help="seeds the baseline's initialisation and batches")
     lab.add_argument("--json", required=True, help="write the metrics here (a PNG plot is written beside it)")
     lab.set_defaults(run=_run_eval_label)
 
@@ -292,6 +294,7 @@ def _run_eval_label(args: argparse.Namespace) -> None:
         stride=args.stride,
         baseline_data=args.baseline_data,
         baseline_seconds=args.baseline_seconds,
+        baseline_seed=args.baseline_seed,
         **_seed(args),
     )
     plot = plot_labeling(result, Path(args.json).with_suffix(".png"))
@@ -313,6 +316,7 @@ def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
         steps=args.ppo_steps,
         eval_episodes=args.eval_episodes,
         sampling_steps=args.sampling_steps or 2,
+        seed=args.ppo_seed,
         **({} if args.seed is None else {"eval_seed": args.seed}),
     )
     _write_json(args.json, result.to_json())

@@ -185,7 +185,7 @@ class Trainer:
             self.ae_psnr = previous.training["ae_psnr"]
         elif config.autoencoder is not None:
             self.autoencoder.load_state_dict(load_autoencoder(config.autoencoder).state_dict())
-            self.ae_psnr = reconstruction_psnr(self.autoencoder, self.data.frames()[:2048])
+            self.ae_psnr = reconstruction_psnr(self.autoencoder, self.data.frames("val")[:2048])
         else:
             frames = self.data.frames()
             train_autoencoder(
@@ -196,7 +196,8 @@ class Trainer:
                 seed=config.seed,
                 progress=progress and self.rank == 0,
             )
-            self.ae_psnr = reconstruction_psnr(self.autoencoder, frames[:2048])
+            # Measured on held-out frames: a reconstruction score on training frames flatters it.
+            self.ae_psnr = reconstruction_psnr(self.autoencoder, self.data.frames("val")[:2048])
             self.autoencoder.fit_token_statistics(
                 frames[torch.randperm(len(frames), generator=torch.Generator().manual_seed(config.seed))[:4096]]
             )

@@ -165,9 +165,12 @@ class TrainingSet:
         self._demonstrations: dict[tuple[int, str], PriorBatch] = {}
         self._transitions: dict[str, TransitionTable] = {}
 
-    def frames(self) -> torch.Tensor:
-        """All training frames (uint8 (N, H, W, 3)), for the autoencoder."""
-        return torch.from_numpy(np.concatenate([train.data[train.image_keys[0]] for train, _ in self.parts.values()]))
+    def frames(self, split: str = "train") -> torch.Tensor:
+        """All frames of a split (uint8 (N, H, W, 3)): the train split trains the autoencoder, the held-out
+        split measures it."""
+        index = {"train": 0, "val": 1}[split]
+        episodes = [parts[index] for parts in self.parts.values()]
+        return torch.from_numpy(np.concatenate([e.data[e.image_keys[0]] for e in episodes]))
 
     def prepare(self, autoencoder: FrameAutoencoder, batch: int = 256) -> None:
         """Encode every frame with the frozen autoencoder, fit normalisers, build the windows."""

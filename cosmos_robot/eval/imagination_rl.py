@@ -41,13 +41,14 @@ class ImaginationRLResult(EvalResult):
         real_return_*, real_success_*: MuJoCo return and success rate of PPO trained in imagination,
             of PPO trained in MuJoCo, and of a random policy.
         ratio_real_return: imagination-trained return / MuJoCo-trained return (NaN where the latter is 0).
-        train_steps, num_envs, sampling_steps, eval_episodes, eval_seeds: the settings.
+        train_steps, num_envs, sampling_steps, ppo_seed, eval_episodes, eval_seeds: the settings.
     """
 
     task: dict[str, Any]
     train_steps: int
     num_envs: int
     sampling_steps: int
+    ppo_seed: int
     real_return_imagination_ppo: float
     real_success_imagination_ppo: float
     real_return_mujoco_ppo: float
@@ -216,6 +217,7 @@ def evaluate_imagination_rl(
         train_steps=steps,
         num_envs=num_envs,
         sampling_steps=sampling_steps,
+        ppo_seed=seed,
         real_return_imagination_ppo=results["imagination"][0],
         real_success_imagination_ppo=results["imagination"][1],
         real_return_mujoco_ppo=results["mujoco"][0],

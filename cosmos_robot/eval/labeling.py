@@ -175,6 +175,7 @@ def evaluate_labeling(
     stride: int = 1,
     baseline_data: list[str] | None = None,
     baseline_seconds: float = 120.0,
+    baseline_seed: int = 0,
     seed: int = EVAL_SEED + 30_000,
     progress: bool = True,
     keep_dir: str | Path | None = None,
@@ -213,7 +214,7 @@ def evaluate_labeling(
     replay_rate = np.mean([r["replay_success"] for r in replays])
     r2_baseline, baseline = None, None
     if baseline_data:
-        regressor, info = train_pair_regressor(baseline_data, baseline_seconds)
+        regressor, info = train_pair_regressor(baseline_data, baseline_seconds, seed=baseline_seed)
         base = np.concatenate([predict_pairs(regressor, ep["frames"]) for ep in recorded])
         r2_baseline = float(r2_per_dim(base, true_all).mean())
         baseline = {"kind": "conv net on frame pairs (VPT-style IDM)", **info, "datasets": baseline_data}
