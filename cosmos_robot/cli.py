@@ -219,7 +219,8 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True) -> None:
-    p.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
+    oracle = " ('mujoco': MuJoCo itself, the harness's ceiling)" if embodiment else ""
+    p.add_argument("--checkpoint", default="default", help=f"checkpoint folder or 'default'{oracle}")
     if embodiment:
         p.add_argument("--embodiment", default="point", help="point or arm2")
     p.add_argument("--sampling-steps", type=int, default=None, help="denoising steps per imagined step")
@@ -237,11 +238,27 @@ def _seed(args: argparse.Namespace) -> dict[str, int]:
     return {} if args.seed is None else {"seed": args.seed}
 
 
+def _learned_env_model(args: argparse.Namespace, first_seed: int, episodes: int):
+    """The model a learned-env harness runs: a checkpoint, or with ``--checkpoint mujoco`` MuJoCo itself
+    (:class:`~cosmos_robot.eval.oracle.MuJoCoOracle`, started from the harness's seeds): the harness's ceiling."""
+    if args.checkpoint != "mujoco":
+        from cosmos_robot.world_model import WorldActionModel
+
+        return WorldActionModel.from_pretrained(args.checkpoint)
+    from cosmos_robot.envs import PUSH_BLOCK_IDS
+    from cosmos_robot.eval.oracle import MuJoCoOracle
+
+    if args.embodiment not in PUSH_BLOCK_IDS:
+        raise ValueError(f"embodiment={args.embodiment!r}; expected one of {sorted(PUSH_BLOCK_IDS)}")
+    first = first_seed if args.seed is None else args.seed
+    return MuJoCoOracle(PUSH_BLOCK_IDS[args.embodiment], seeds=range(first, first + episodes))
+
+
 def _run_eval_fd(args: argparse.Namespace) -> None:
     from cosmos_robot.eval.fd_fidelity import evaluate_fd, frame_strip, plot_fd
-    from cosmos_robot.world_model import WorldActionModel
+    from cosmos_robot.seeds import FD_SEED
 
-    model = WorldActionModel.from_pretrained(args.checkpoint)
+    model = _learned_env_model(args, FD_SEED, args.episodes)
     result = evaluate_fd(
         model,
         args.embodiment,
@@ -264,9 +281,9 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
 
 def _run_eval_rank(args: argparse.Namespace) -> None:
     from cosmos_robot.eval.ranking import evaluate_ranking, plot_ranking
-    from cosmos_robot.world_model import WorldActionModel
+    from cosmos_robot.seeds import RANK_SEED
 
-    model = WorldActionModel.from_pretrained(args.checkpoint)
+    model = _learned_env_model(args, RANK_SEED, args.episodes)
     result = evaluate_ranking(
         model, args.embodiment, episodes=args.episodes, sampling_steps=args.sampling_steps or 4, **_seed(args)
     )

@@ -23,7 +23,7 @@ from cosmos_robot.eval.result import EvalResult
 from cosmos_robot.metrics import wilson_interval
 from cosmos_robot.policies.protocol import Policy
 from cosmos_robot.rollout import Episode, run_episode
-from cosmos_robot.seeds import EVAL_SEED
+from cosmos_robot.seeds import POLICY_SEED
 
 POLICY_KINDS = ("model", "expert", "pixel-expert", "random", "lerobot")
 
@@ -108,7 +108,7 @@ def evaluate_policy(
     policy: Policy,
     env_id: str,
     episodes: int,
-    seed: int = EVAL_SEED,
+    seed: int = POLICY_SEED,
     recorder: PolicyRecorder | None = None,
     progress: bool = True,
 ) -> ClosedLoopResult:

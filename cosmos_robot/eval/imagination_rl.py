@@ -24,7 +24,7 @@ from cosmos_robot.eval.result import EvalResult
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import AGENT_POS
 from cosmos_robot.rollout import run_episode
-from cosmos_robot.seeds import EVAL_SEED
+from cosmos_robot.seeds import IMAGINATION_RL_SEED
 
 TARGET = np.array([0.1, -0.08], np.float32)
 REACH_SCALE = 0.2  # m: reward falls to 0 at this distance
@@ -160,7 +160,7 @@ def evaluate_imagination_rl(
     sampling_steps: int = 2,
     seed: int = 0,
     progress: bool = True,
-    eval_seed: int = EVAL_SEED + 20_000,
+    eval_seed: int = IMAGINATION_RL_SEED,
 ) -> ImaginationRLResult:
     """Train PPO for ``steps`` in the learned env and in MuJoCo; evaluate both in MuJoCo.
 

@@ -32,7 +32,7 @@ from cosmos_robot.keys import ACTION
 from cosmos_robot.label import label
 from cosmos_robot.policies.scripted import ScriptedExpert
 from cosmos_robot.rollout import replay_actions, run_episode
-from cosmos_robot.seeds import EVAL_SEED
+from cosmos_robot.seeds import LABELING_SEED
 
 
 @dataclass
@@ -176,7 +176,7 @@ def evaluate_labeling(
     baseline_data: list[str] | None = None,
     baseline_seconds: float = 120.0,
     baseline_seed: int = 0,
-    seed: int = EVAL_SEED + 30_000,
+    seed: int = LABELING_SEED,
     progress: bool = True,
     keep_dir: str | Path | None = None,
 ) -> LabelingResult:

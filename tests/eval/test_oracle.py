@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
+from cosmos_robot.cli import main
 from cosmos_robot.eval.fd_fidelity import evaluate_fd
 from cosmos_robot.eval.oracle import MuJoCoOracle
 from cosmos_robot.eval.ranking import evaluate_ranking
@@ -55,3 +58,10 @@ def test_an_unregistered_start_is_a_clear_error():
         oracle.forward_dynamics(np.zeros((1, 1, 64, 64, 3), np.uint8), np.zeros((1, 1, 2)), "point")
     with pytest.raises(ValueError, match="forward dynamics only"):
         oracle.inverse_dynamics(np.zeros((2, 64, 64, 3), np.uint8), "point")
+
+
+def test_the_cli_runs_the_fd_harness_on_mujoco_itself(tmp_path):
+    out = tmp_path / "fd.json"
+    assert main(["eval", "fd", "--checkpoint", "mujoco", "--episodes", "2", "--horizon", "8", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["effector_found"] == [1.0] * 8 and result["block_error_mm"] == [0.0] * 8
