@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,41 @@ def check_output_path(out: str | os.PathLike, overwrite: bool, field: str = "out
     return path
 
 
+# Inside a staging folder: the pid of the process writing it, so a later run can tell a killed run's
+# leftovers from a run still in progress.
+OWNER_FILE = ".owner_pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
+    """Remove the staging folders a killed earlier write of ``target`` left beside it; say so in one line each.
+
+    A staging folder whose writer is still running is left alone. Returns the folders removed.
+    """
+    target = Path(target)
+    removed = []
+    for staging in sorted(target.parent.glob(f".{target.name}.tmp-*")):
+        owner = staging / OWNER_FILE
+        try:
+            pid = int(owner.read_text())
+        except (OSError, ValueError):
+            continue  # not ours, or being created this instant: leave it
+        if pid != os.getpid() and not _alive(pid):
+            shutil.rmtree(staging, ignore_errors=True)
+            print(f"removed {staging}: the unfinished output of an earlier run that was killed", file=sys.stderr)
+            removed.append(staging)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_directory(target: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
     """Yield a fresh temporary path (not yet created) beside ``target``; move it to ``target`` on success.
@@ -28,7 +64,9 @@ def atomic_directory(target: str | os.PathLike, overwrite: bool = False) -> Iter
     """
     target = check_output_path(target, overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(target)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    (staging / OWNER_FILE).write_text(str(os.getpid()))
     work = staging / target.name  # not created: some writers (LeRobot) insist on creating the root
     try:
         yield work

@@ -105,6 +105,11 @@ def test_interrupted_collect_leaves_no_dataset_at_out(tmp_path, sig):
     leftovers = [p.name for p in tmp_path.iterdir()]
     if sig != signal.SIGKILL:  # a clean unwind also removes the staging folder
         assert leftovers == []
+    else:  # a kill cannot unwind: the next run finds the leftover, says so in one line, and removes it
+        rerun = run_cli("collect", "--env", "cosmos_robot/PushBlockPoint-v0", "--episodes", "1", "--out", str(out))
+        assert rerun.returncode == 0, rerun.stderr
+        assert "unfinished output of an earlier run that was killed" in rerun.stderr
+        assert [p.name for p in tmp_path.iterdir()] == ["ds"]
 
 
 @pytest.mark.slow
