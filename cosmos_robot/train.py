@@ -160,6 +160,12 @@ class Trainer:
     """Holds the run's state; :meth:`run` trains to ``config.steps``."""
 
     def __init__(self, config: TrainConfig, resume: bool = False, progress: bool = True) -> None:
+        if resume and not (Path(config.out) / "training" / "trainer.json").is_file():
+            raise FileNotFoundError(
+                f"resume=True but out={config.out!r} holds no training checkpoint to resume from (nothing was "
+                "saved yet: the first checkpoint comes after checkpoint_every steps of the world model); "
+                "run without --resume to start fresh"
+            )
         self.config = config
         self.progress = progress
         self.rank, self.world = _distributed()

@@ -47,7 +47,7 @@ def test_resume_continues_with_the_same_losses(smoke_data, tmp_path):
 
 
 def test_resume_without_a_checkpoint_is_a_clear_error(smoke_data, tmp_path):
-    with pytest.raises(FileNotFoundError, match="is not a folder"):
+    with pytest.raises(FileNotFoundError, match="no training checkpoint to resume from.*without --resume"):
         Trainer(smoke_config(smoke_data, tmp_path / "none"), resume=True, progress=False)
 
 
