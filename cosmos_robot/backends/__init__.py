@@ -1,1 +1,1 @@
-"""Backends behind the WorldActionModel facade (the native MoT lives in cosmos_robot.model)."""
+"""Backends implementing the WorldModel protocol of cosmos_robot.interface besides the native model (cosmos_robot.world_model)."""
