@@ -1,1 +1,1 @@
-"""Backends implementing the WorldModel protocol of cosmos_robot.interface besides the native model (cosmos_robot.world_model)."""
+"""Backends implementing the WorldModel protocol (cosmos_robot.interface) besides the native model."""
