@@ -16,6 +16,7 @@ import torch
 
 from cosmos_robot.actions import Embodiment, QuantileNormalizer, get_embodiment
 from cosmos_robot.datasets.episodes import EpisodeArrays
+from cosmos_robot.datasets.video_io import to_model_size
 from cosmos_robot.datasets.windows import TimeAlignedWindows, WindowSpec, open_episodes
 from cosmos_robot.keys import ACTION, OBS_STATE
 from cosmos_robot.model.batches import GeneratorInputs, PriorBatch, ReasonerInputs, TransitionBatch
@@ -24,6 +25,16 @@ from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.processor import EmbodimentEntry, Processor
 
 LATENTS = "latents"
+
+
+def to_image_size(episodes: EpisodeArrays, size: int) -> None:
+    """Centre-crop and resize (in place) every camera of in-memory episodes to ``size`` x ``size``, the
+    model's frames: datasets recorded at 96x96 or 480x640 train the same model (as the labeler reads video)."""
+    for key in episodes.image_keys:
+        frames = np.asarray(episodes.data[key])
+        if frames.shape[1:3] != (size, size):
+            episodes.data[key] = to_model_size(frames, size)
+            episodes.features[key] = dict(episodes.features[key], shape=(size, size, 3))
 
 
 def concat_episodes(parts: list[EpisodeArrays]) -> EpisodeArrays:
@@ -152,9 +163,7 @@ class TrainingSet:
             episodes = open_episodes(source).to_memory()
             name = episodes.robot_type or episodes.meta.get("embodiment")
             get_embodiment(name)  # unknown embodiments fail here, with the list of known ones
-            size = episodes.data[episodes.image_keys[0]].shape[1]
-            if size != config.image_size:
-                raise ValueError(f"dataset={str(source)!r} has {size}px frames; the model expects {config.image_size}")
+            to_image_size(episodes, config.image_size)
             grouped.setdefault(name, []).append(episodes)
         self.parts: dict[str, tuple[EpisodeArrays, EpisodeArrays]] = {
             name: split_episodes(concat_episodes(parts), val_fraction, seed) for name, parts in grouped.items()

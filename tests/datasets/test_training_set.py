@@ -1,14 +1,18 @@
 """TrainingSet: the action prior's demonstration table (default-task episodes only, normalised, padded)
-and the inverse prior's transition table (every consecutive pair inside an episode, any task)."""
+and the inverse prior's transition table (every consecutive pair inside an episode, any task); datasets
+of other image sizes are cropped and resized to the model's."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from cosmos_robot.collect import collect
+from cosmos_robot.datasets.lerobot_io import read_lerobot, write_lerobot
 from cosmos_robot.datasets.training_set import TrainingSet
+from cosmos_robot.datasets.video_io import to_model_size
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 
@@ -65,3 +69,30 @@ def test_transitions_pair_every_frame_with_the_next_one_inside_its_episode(exper
     assert np.abs(batch.actions[:, 2:].numpy()).max() == 0 and batch.action_channels[:, :2].all()
     assert data.transitions() is table  # built once
     assert len(data.transitions("val")) > 0
+
+
+def _resized_copy(source, out, height: int, width: int):
+    """A copy of a LeRobot dataset with its frames upscaled and widened to height x width (camera-like)."""
+    episodes = read_lerobot(source)
+    key = episodes.image_keys[0]
+    frames = np.asarray(episodes.data[key])
+    tall = np.stack([np.asarray(Image.fromarray(f).resize((height, height), Image.Resampling.NEAREST)) for f in frames])
+    pad = (width - height) // 2
+    episodes.data[key] = np.pad(tall, ((0, 0), (0, 0), (pad, width - tall.shape[2] - pad), (0, 0)), constant_values=90)
+    episodes.features[key] = dict(episodes.features[key], shape=(height, width, 3))
+    return write_lerobot(episodes, out)
+
+
+@pytest.mark.parametrize(("height", "width"), [(96, 96), (480, 640)])
+def test_datasets_of_other_image_sizes_are_cropped_and_resized_to_the_model(
+    point_images_dataset, tmp_path, height, width
+):
+    source = _resized_copy(point_images_dataset, tmp_path / f"point_{height}x{width}", height, width)
+    data = TrainingSet([source], preset("tiny"), num_frames=5, val_fraction=0.25)
+    frames = data.frames().numpy()
+    assert frames.shape[1:] == (64, 64, 3)
+    raw = read_lerobot(source)
+    expected = to_model_size(np.asarray(raw.data[raw.image_keys[0]]), 64)
+    # Every training frame is a cropped, resized original: the centre crop removed the padding.
+    flat = {frame.tobytes() for frame in expected}
+    assert all(frame.tobytes() in flat for frame in frames)
