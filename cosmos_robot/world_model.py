@@ -288,9 +288,9 @@ class WorldActionModel:
             )
             out_frames.append(future[:, :n])
             context_pixels = np.concatenate([context_pixels, future], 1)[:, -self.context_frames :]
-            pred_states = entry.state_norm.denormalize(
-                gen.states[:, self.context_frames :, : entry.embodiment.state_dim].cpu().numpy()
-            )[:, :n]
+            pred_states = self.processor.states_out(embodiment, gen.states[:, self.context_frames :].cpu().numpy())[
+                :, :n
+            ]
             out_states.append(pred_states)
             heads = sample.heads
             out_rewards.append(heads.reward[:, self.context_frames - 1 :][:, :n].cpu().numpy())
@@ -369,7 +369,7 @@ class WorldActionModel:
             chunks.append(out.reshape(b, len(chunk_starts), t - 1, -1))
         pred = np.concatenate(chunks, 1)
         if not normalized:
-            pred = entry.action_norm.denormalize(pred)
+            pred = self.processor.actions_out(embodiment, pred)
         mean, spread = average_windows(pred, starts, n)
         return (mean, spread) if return_spread else mean
 
@@ -492,7 +492,7 @@ class WorldActionModel:
             if pixel_residual
             else self._decode(future_tokens)
         )
-        return ActionChunk(entry.action_norm.denormalize(actions), future)
+        return ActionChunk(self.processor.actions_out(embodiment, actions), future)
 
 
 def load_world_model(model: WorldModel | str | os.PathLike) -> WorldModel:
