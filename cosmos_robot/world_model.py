@@ -288,9 +288,8 @@ class WorldActionModel:
             )
             out_frames.append(future[:, :n])
             context_pixels = np.concatenate([context_pixels, future], 1)[:, -self.context_frames :]
-            pred_states = self.processor.states_out(embodiment, gen.states[:, self.context_frames :].cpu().numpy())[
-                :, :n
-            ]
+            future_states = gen.states[:, self.context_frames :].cpu().numpy()
+            pred_states = self.processor.states_out(embodiment, future_states)[:, :n]
             out_states.append(pred_states)
             heads = sample.heads
             out_rewards.append(heads.reward[:, self.context_frames - 1 :][:, :n].cpu().numpy())
