@@ -1,16 +1,28 @@
 """Training the frame autoencoder: the first phase of ``train``, before it is frozen.
 
-Few colours on a flat background: an L1 term keeps small objects sharp where MSE alone blurs them.
+Few colours on a flat background: an L1 term keeps small objects sharp where MSE alone blurs them,
+and every pixel weighs more the further its colour is from the frame's background (its median
+colour). Without that weight the autoencoder dropped arm2's fingertip, a 5-pixel sphere: the colour
+detector found it in 0.7 % of reconstructions of real frames (MuJoCo's own frames: 90 %), so no
+forward model on those latents could draw it; with ``OBJECT_WEIGHT`` = 10, 88 % (docs/model.md).
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F  # noqa: N812
 from tqdm.auto import tqdm
 
 from cosmos_robot.metrics import psnr
 from cosmos_robot.model.tokenizers import FrameAutoencoder, float_to_frames, frames_to_float
+
+# Extra weight of a pixel per unit of its largest channel distance from the background, in [0, 2].
+OBJECT_WEIGHT = 10.0
+
+
+def object_weights(x: torch.Tensor) -> torch.Tensor:
+    """(N, 1, H, W) loss weights of frames (N, 3, H, W) in [-1, 1]: 1 on the background, more on objects."""
+    background = x.flatten(2).median(2).values[..., None, None]
+    return 1.0 + OBJECT_WEIGHT * (x - background).abs().amax(1, keepdim=True)
 
 
 @torch.no_grad()
@@ -33,10 +45,8 @@ def train_autoencoder(
     seed: int = 0,
     progress: bool = True,
 ) -> list[float]:
-    """Train on uint8 frames (N, H, W, 3) with L1 + MSE; returns the loss per step.
-
-    Few colours on a flat background: an L1 term keeps small objects sharp where MSE alone blurs them.
-    """
+    """Train on uint8 frames (N, H, W, 3) with L1 + MSE weighted by :func:`object_weights`; returns the
+    loss per step."""
     if len(frames_nhwc) == 0:
         raise ValueError("frames_nhwc is empty; expected at least one frame")
     rng = torch.Generator().manual_seed(seed)
@@ -51,7 +61,9 @@ def train_autoencoder(
         idx = torch.randint(len(frames_nhwc), (min(batch_size, len(frames_nhwc)),), generator=rng)
         x = frames_to_float(frames_nhwc[idx])
         recon = autoencoder(x)
-        loss = F.l1_loss(recon, x) + F.mse_loss(recon, x)
+        error = recon - x
+        weight = object_weights(x)
+        loss = ((error.abs() + error.pow(2)) * weight).mean() / weight.mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

@@ -224,6 +224,11 @@ def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True) -> None
     if embodiment:
         p.add_argument("--embodiment", default="point", help="point or arm2")
     p.add_argument("--sampling-steps", type=int, default=None, help="denoising steps per imagined step")
+    p.add_argument(
+        "--forward-path",
+        default="full",
+        help="full (the forward prior's rollout corrected by the MoT) or prior (the prior alone; an ablation)",
+    )
     p.add_argument("--json", required=True, help="write the metrics here (a PNG plot is written beside it)")
 
 
@@ -244,7 +249,11 @@ def _learned_env_model(args: argparse.Namespace, first_seed: int, episodes: int)
     if args.checkpoint != "mujoco":
         from cosmos_robot.world_model import WorldActionModel
 
-        return WorldActionModel.from_pretrained(args.checkpoint)
+        model = WorldActionModel.from_pretrained(args.checkpoint)
+        model.forward_path = args.forward_path
+        return model
+    if args.forward_path != "full":
+        raise ValueError(f"forward_path={args.forward_path!r} with checkpoint='mujoco'; the oracle has no forward path")
     from cosmos_robot.envs import PUSH_BLOCK_IDS
     from cosmos_robot.eval.oracle import MuJoCoOracle
 
@@ -270,12 +279,20 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
     _write_json(args.json, result.to_json())
     plot = plot_fd(result, Path(args.json).with_suffix(".png"))
     strip = frame_strip(result.example["real"], result.example["imagined"], Path(args.json).with_suffix(".strip.png"))
+    h = args.horizon
+
+    def mm(values: list[float | None], at: int) -> str:
+        return "-" if values[at - 1] is None else f"{values[at - 1]:.1f}"
+
     print(
-        f"{args.embodiment}: PSNR h1/h8/h{args.horizon} {result.psnr[0]:.1f}/{result.psnr[7]:.1f}/"
-        f"{result.psnr[-1]:.1f} dB vs copy-last {result.psnr_copy_last[0]:.1f}/{result.psnr_copy_last[7]:.1f}/"
-        f"{result.psnr_copy_last[-1]:.1f}; delta_psnr_shuffled {result.delta_psnr_shuffled:.2f} dB; "
-        f"effector found h1/h{args.horizon} {result.effector_found[0]:.2f}/{result.effector_found[-1]:.2f}; "
-        f"written to {args.json}, {plot}, {strip}"
+        f"{args.embodiment}: effector found h1/h8/h{h} {result.effector_found[0]:.2f}/{result.effector_found[7]:.2f}/"
+        f"{result.effector_found[-1]:.2f}, error {mm(result.effector_error_mm, 1)}/{mm(result.effector_error_mm, 8)}/"
+        f"{mm(result.effector_error_mm, h)} mm (shuffled actions h8 {mm(result.effector_error_mm_shuffled, 8)} mm); "
+        f"block error {mm(result.block_error_mm, 1)}/{mm(result.block_error_mm, 8)}/{mm(result.block_error_mm, h)} mm; "
+        f"agent_pos error h1/h{h} {result.state_error[0]:.4f}/{result.state_error[-1]:.4f} (its units); "
+        f"PSNR h1/h8/h{h} {result.psnr[0]:.1f}/{result.psnr[7]:.1f}/{result.psnr[-1]:.1f} dB vs copy-last "
+        f"{result.psnr_copy_last[0]:.1f}/{result.psnr_copy_last[7]:.1f}/{result.psnr_copy_last[-1]:.1f}, "
+        f"delta_psnr_shuffled {result.delta_psnr_shuffled:.2f} dB; written to {args.json}, {plot}, {strip}"
     )
 
 

@@ -20,12 +20,18 @@ import numpy as np
 
 @dataclass
 class Prediction:
-    """Forward dynamics: H predicted steps (raw units)."""
+    """Forward dynamics: H predicted steps (raw units).
+
+    ``latents`` is the backend's own representation of the last ``context_frames`` predicted frames
+    (None for a backend without one): passed back as ``forward_dynamics(latents=...)``, the next call
+    continues from it instead of re-encoding the decoded frames, which loses what the decode blurred.
+    """
 
     frames: np.ndarray  # (B, H, height, width, 3) uint8
     states: np.ndarray  # (B, H, state_dim) float32
     rewards: np.ndarray  # (B, H) float32
     success: np.ndarray  # (B, H) float32, probability
+    latents: np.ndarray | None = None  # (B, context_frames, ...) float32, backend-specific
 
 
 @dataclass
@@ -72,8 +78,10 @@ class WorldModel(Protocol):
         steps: int | None = None,
         seed: int = 0,
         pixel_residual: bool | None = None,
+        latents: np.ndarray | None = None,
     ) -> Prediction:
-        """The frames (and states, rewards, success) that ``actions`` produce from the observed ``frames``."""
+        """The frames (and states, rewards, success) that ``actions`` produce from the observed ``frames``
+        (or from ``latents`` of an earlier prediction, see :class:`Prediction`)."""
         ...
 
     def inverse_dynamics(

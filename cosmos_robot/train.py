@@ -29,8 +29,10 @@ from cosmos_robot.checkpoint import (
     save_checkpoint,
 )
 from cosmos_robot.datasets.training_set import Batch, TrainingSet
+from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
 from cosmos_robot.model.action_prior import PRIOR_CHUNK
 from cosmos_robot.model.batches import PriorBatch, ReasonerInputs, TransitionBatch
+from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.config import ModelConfig, preset
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, TrainingModule, draw_noise, training_loss
@@ -65,6 +67,9 @@ class TrainConfig:
             the policy share of the main batch gives it.
         inverse_batch: consecutive-frame pairs per step for the inverse prior's own loss (0 trains
             no inverse prior), for the same reason.
+        forward_steps: steps of the forward prior, trained alone after the autoencoder and then
+            frozen (0 leaves it untrained: forward dynamics is then the MoT's alone).
+        forward_batch: sequences of ``ROLLOUT_STEPS`` actions per forward-prior step.
         time_shift: shift of the logit-normal flow-time sampler.
         ae_steps: autoencoder training steps.
         ae_batch: autoencoder batch.
@@ -92,6 +97,8 @@ class TrainConfig:
     instruction_dropout: float = 0.1
     prior_batch: int = 64
     inverse_batch: int = 256
+    forward_steps: int = 0
+    forward_batch: int = 128
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -106,11 +113,11 @@ class TrainConfig:
         self.mode_mix = tuple(float(p) for p in self.mode_mix)
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
-        for name in ("prior_batch", "inverse_batch"):
+        for name in ("prior_batch", "inverse_batch", "forward_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
-        for name in ("steps", "batch_size", "num_frames", "ae_batch", "threads"):
+        for name in ("steps", "batch_size", "num_frames", "ae_batch", "threads", "forward_batch"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer")
         if len(self.mode_mix) != 3 or min(self.mode_mix) < 0 or abs(sum(self.mode_mix) - 1.0) > 1e-6:
@@ -212,8 +219,26 @@ class Trainer:
 
         torch.manual_seed(config.seed + 1)
         self.network = WorldActionNetwork(model_config).to(self.device)
+        self.forward_prior = previous.training.get("forward_prior") if previous is not None else None
+        if previous is None and config.forward_steps:
+            # Every rank trains the same prior from the same seed: no communication needed.
+            started = time.perf_counter()
+            train_forward_prior(
+                self.network,
+                self.data.transitions(steps=ROLLOUT_STEPS),
+                steps=config.forward_steps,
+                batch_size=config.forward_batch,
+                seed=config.seed + 3,
+                progress=progress and self.rank == 0,
+            )
+            error = rollout_error(self.network, self.data.transitions("val", steps=ROLLOUT_STEPS))
+            self.forward_prior = asdict(error) | {"seconds": time.perf_counter() - started}
+        # Frozen from here on: the MoT learns its correction against the rollout it will be given.
+        self.network.forward_prior.requires_grad_(False)
         self.ema = copy.deepcopy(self.network).requires_grad_(False)
-        self.optimizer = torch.optim.AdamW(self.network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = torch.optim.AdamW(
+            [p for p in self.network.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay
+        )
         self.rng = torch.Generator().manual_seed(config.seed + 2)
         self.step = 0
         self.history: list[dict[str, float]] = []
@@ -232,7 +257,7 @@ class Trainer:
         load_state(self.network, {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, Path("state"))
         self.ema.load_state_dict(previous.network.state_dict())
         optim_state = self.optimizer.state_dict()
-        for index in range(len(list(self.network.parameters()))):
+        for index in range(len([p for p in self.network.parameters() if p.requires_grad])):
             if f"optim.{index}.exp_avg" in tensors:
                 optim_state["state"][index] = {
                     "step": tensors[f"optim.{index}.step"],
@@ -252,7 +277,13 @@ class Trainer:
             "context_frames": self.config.context_frames,
             "fps": next(iter(self.data.data.values())).train.episodes.fps,
         }
-        training = {"step": self.step, "history": self.history, "ae_psnr": self.ae_psnr, "config": asdict(self.config)}
+        training = {
+            "step": self.step,
+            "history": self.history,
+            "ae_psnr": self.ae_psnr,
+            "forward_prior": self.forward_prior,
+            "config": asdict(self.config),
+        }
         return Checkpoint(self.ema, self.autoencoder, entries, window, training=training)
 
     def _training_tensors(self) -> dict[str, torch.Tensor]:

@@ -20,10 +20,14 @@ from cosmos_robot.interface import ActionChunk, Prediction, WorldModel
 from cosmos_robot.model.batches import GeneratorInputs, ReasonerInputs
 from cosmos_robot.model.plan import Mode, make_plan
 from cosmos_robot.model.sampler import sample_plan
+from cosmos_robot.model.stems import grid_tokens, latent_grids
 from cosmos_robot.pixel_residual import keep_unchanged_pixels
 from cosmos_robot.processor import EmbodimentEntry, Processor
 from cosmos_robot.temporal_ensemble import average_windows, window_starts
 
+# What makes forward dynamics: the forward prior's rollout plus the MoT's correction ("full"), or the
+# prior alone ("prior", no MoT pass: no learned reward or success, they come back 0). For ablations.
+FORWARD_PATHS = ("full", "prior")
 # Euler steps of a model call when the caller names none.
 DEFAULT_STEPS = 10
 # Classifier-free guidance of the policy's actions on the instruction (1.0 = off). Training drops the
@@ -57,6 +61,18 @@ class WorldActionModel:
         self.context_frames = int(checkpoint.window["context_frames"])
         self.fps = float(checkpoint.window["fps"])
         self.processor = Processor(self.config, checkpoint.embodiments)
+        self._forward_path = "full"
+
+    @property
+    def forward_path(self) -> str:
+        """How forward dynamics is made, one of :data:`FORWARD_PATHS` (``"full"`` unless set)."""
+        return self._forward_path
+
+    @forward_path.setter
+    def forward_path(self, value: str) -> None:
+        if value not in FORWARD_PATHS:
+            raise ValueError(f"forward_path={value!r}; expected one of {list(FORWARD_PATHS)}")
+        self._forward_path = value
 
     # -- loading and saving -----------------------------------------------------------------------------
     @classmethod
@@ -214,8 +230,13 @@ class WorldActionModel:
         steps: int | None = None,
         seed: int = 0,
         pixel_residual: bool | None = None,
+        latents: np.ndarray | None = None,
     ) -> Prediction:
         """Predict the frames (and states, rewards, success) that ``actions`` produce from the observed ``frames``.
+
+        The forward prior rolls the latent grid and the state forward through the actions and the MoT
+        adds its correction (:attr:`forward_path` switches the MoT off, for ablations). Across model
+        calls the rollout stays in latent space: the returned ``latents`` continue it.
 
         Args:
             frames: (Tc, H, W, 3) or (B, Tc, H, W, 3) uint8 observed frames; the last ``context_frames`` are used.
@@ -226,6 +247,9 @@ class WorldActionModel:
             seed: seeds the sampling noise.
             pixel_residual: return the last observed frame plus the decoded predicted change (True, the
                 default), or the plain decode of the predicted latents (False).
+            latents: (B, context_frames, G*G, Cf) ``Prediction.latents`` of the call that predicted
+                ``frames``, used instead of encoding them; rows that are all NaN are encoded from
+                ``frames`` (episodes of a batch that were just reset). None encodes every row.
         """
         steps = self._check_steps(steps)
         pixel_residual = True if pixel_residual is None else pixel_residual
@@ -242,14 +266,25 @@ class WorldActionModel:
             )
         actions = self._vectors(actions, "actions", entry.embodiment.action_dim, b, horizon)
         state = None if states is None else self._vectors(states, "states", entry.embodiment.state_dim, b, None)
-        rng = torch.Generator().manual_seed(seed)
         context = frames[:, -self.context_frames :]
-        context_tokens = self._encode(context)
+        context_tokens = self._context_tokens(context, latents)
         reference, reference_tokens = np.asarray(context[:, -1]), context_tokens[:, -1]
+        if self.forward_path == "prior":
+            tokens, states_norm = self._prior_rollout(entry, context_tokens, state, actions)
+            future = self._decode_against(tokens, reference, reference_tokens) if pixel_residual else self._decode(tokens)
+            zeros = np.zeros((b, horizon), np.float32)
+            return Prediction(
+                future,
+                self.processor.states_out(embodiment, states_norm).astype(np.float32),
+                zeros,
+                zeros.copy(),
+                tokens[:, -self.context_frames :].cpu().numpy() if horizon >= self.context_frames else None,
+            )
+        rng = torch.Generator().manual_seed(seed)
         context_pixels = np.asarray(context)
         f = self.future_frames
         state_now = state
-        out_frames, out_states, out_rewards, out_success = [], [], [], []
+        out_frames, out_states, out_rewards, out_success, out_tokens = [], [], [], [], []
         for start in range(0, horizon, f):
             chunk = actions[:, start : start + f]
             n = chunk.shape[1]
@@ -269,13 +304,7 @@ class WorldActionModel:
                 1,
             ).astype(np.float32)
             start_time = np.full(b, start / self.fps)
-            reasoner = self._reasoner(
-                entry,
-                context_pixels,
-                state_now,
-                None,
-                start_time,
-            )
+            reasoner = self._reasoner(entry, context_pixels, state_now, None, start_time)
             template = self._template(entry, b, tokens, actions_norm, states_norm, start_time)
             plan = make_plan(Mode.FORWARD_DYNAMICS, self.num_frames, self.num_frames - 1, self.context_frames)
             sample = sample_plan(self.network, reasoner, template, plan, steps=steps, rng=rng)
@@ -287,6 +316,7 @@ class WorldActionModel:
                 else self._decode(future_tokens)
             )
             out_frames.append(future[:, :n])
+            out_tokens.append(future_tokens[:, :n])
             context_pixels = np.concatenate([context_pixels, future], 1)[:, -self.context_frames :]
             future_states = gen.states[:, self.context_frames :].cpu().numpy()
             pred_states = self.processor.states_out(embodiment, future_states)[:, :n]
@@ -294,14 +324,54 @@ class WorldActionModel:
             heads = sample.heads
             out_rewards.append(heads.reward[:, self.context_frames - 1 :][:, :n].cpu().numpy())
             out_success.append(torch.sigmoid(heads.success_logit[:, self.context_frames - 1 :][:, :n]).cpu().numpy())
-            context_tokens = gen.frames[:, -self.context_frames :]
-            state_now = pred_states[:, -1] if n == f else None
+            # The next chunk starts from the predicted latents, never from a re-encoded decode.
+            context_tokens = torch.cat([context_tokens, future_tokens[:, :n]], 1)[:, -self.context_frames :]
+            state_now = pred_states[:, -1]
         return Prediction(
             np.concatenate(out_frames, 1),
             np.concatenate(out_states, 1).astype(np.float32),
             np.concatenate(out_rewards, 1).astype(np.float32),
             np.concatenate(out_success, 1).astype(np.float32),
+            context_tokens.cpu().numpy(),
         )
+
+    def _context_tokens(self, context: np.ndarray, latents: np.ndarray | None) -> torch.Tensor:
+        """Latent tokens (B, Tc, GG, Cf) of the context: ``latents`` where given, else encoded ``context``."""
+        if latents is None:
+            return self._encode(context)
+        b = context.shape[0]
+        shape = (b, self.context_frames, self.config.tokens_per_frame, self.config.frame_token_dim)
+        latents = np.asarray(latents, np.float32)
+        if latents.shape != shape:
+            raise ValueError(f"latents has shape {latents.shape}; expected {shape} (Prediction.latents)")
+        fresh = np.isnan(latents).reshape(b, -1).all(1)
+        if np.isnan(latents[~fresh]).any() or np.isinf(latents).any():
+            raise ValueError("latents contains NaN or inf outside all-NaN rows; expected finite values")
+        tokens = torch.from_numpy(latents).to(self.device)
+        if fresh.any():
+            tokens[torch.from_numpy(fresh)] = self._encode(context[fresh])
+        return tokens
+
+    def _prior_rollout(
+        self, entry: EmbodimentEntry, context_tokens: torch.Tensor, state: np.ndarray | None, actions: np.ndarray
+    ) -> tuple[torch.Tensor, np.ndarray]:
+        """The forward prior alone: (tokens (B, Hz, GG, Cf), normalised states (B, Hz, S))."""
+        name = entry.embodiment.name
+        b, horizon = actions.shape[:2]
+        grid = latent_grids(context_tokens[:, -1:], self.config)[:, 0]
+        state_norm = np.zeros((b, self.config.state_width), np.float32)
+        if state is not None:
+            state_norm = self.processor.states_in(name, state)
+        domain = torch.full((b,), entry.embodiment.domain_id, device=self.device)
+        channels = (torch.arange(self.config.state_width, device=self.device) < entry.embodiment.state_dim)[None]
+        grids, states = self.network.forward_prior.rollout(
+            grid,
+            torch.from_numpy(state_norm).to(self.device),
+            torch.from_numpy(self.processor.actions_in(name, actions)).to(self.device),
+            domain,
+            channels.expand(b, -1),
+        )
+        return grid_tokens(grids, self.config), states[..., : entry.embodiment.state_dim].cpu().numpy()
 
     @torch.no_grad()
     def inverse_dynamics(

@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("datasets",),
     ("envs",),
     ("policies",),
-    ("collect", "label", "autoencoder_training", "train", "rollout"),
+    ("collect", "label", "autoencoder_training", "forward_prior_training", "train", "rollout"),
     ("eval",),
     ("recipes",),
     ("demo", "cli"),

@@ -43,7 +43,7 @@ def test_resume_continues_with_the_same_losses(smoke_data, tmp_path):
     a = load_file(str(tmp_path / "a" / "model.safetensors"))
     b = load_file(str(tmp_path / "b" / "model.safetensors"))
     for key in a:
-        torch.testing.assert_close(a[key], b[key], atol=0, rtol=0)
+        torch.testing.assert_close(a[key], b[key], atol=0, rtol=0, msg=key)
 
 
 def test_resume_without_a_checkpoint_is_a_clear_error(smoke_data, tmp_path):

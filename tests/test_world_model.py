@@ -59,6 +59,35 @@ def test_pixel_residual_keeps_the_real_pixels_where_nothing_changes(model, episo
     assert off.frames.shape == on.frames.shape and not np.array_equal(off.frames, on.frames)
 
 
+def test_latents_continue_a_rollout_in_latent_space(model, episode):
+    frames, states, actions = episode
+    # The forward prior alone is deterministic: two one-step calls chained by latents are one two-step call.
+    model.forward_path = "prior"
+    try:
+        both = model.forward_dynamics(frames[:1], actions[:2], "point", states=states[0])
+        first = model.forward_dynamics(frames[:1], actions[:1], "point", states=states[0])
+        second = model.forward_dynamics(
+            first.frames, actions[1:2], "point", states=first.states[:, 0], latents=first.latents
+        )
+        assert first.latents.shape == (1, 1, model.config.tokens_per_frame, model.config.frame_token_dim)
+        np.testing.assert_allclose(second.states[:, 0], both.states[:, 1], atol=1e-5)
+        np.testing.assert_allclose(second.latents, both.latents, atol=1e-5)
+        # All-NaN rows are encoded from their frames, as without latents.
+        fresh = np.full_like(first.latents, np.nan)
+        again = model.forward_dynamics(frames[:1], actions[:1], "point", states=states[0], latents=fresh)
+        np.testing.assert_array_equal(again.latents, first.latents)
+    finally:
+        model.forward_path = "full"
+    # The full model returns latents too, of the last predicted frame.
+    full = model.forward_dynamics(frames[:1], actions[:2], "point", states=states[0], steps=2)
+    assert full.latents.shape == first.latents.shape and np.isfinite(full.latents).all()
+
+
+def test_forward_path_is_checked(model):
+    with pytest.raises(ValueError, match="forward_path='mot'; expected one of"):
+        model.forward_path = "mot"
+
+
 def test_inverse_dynamics_labels_every_transition_with_a_spread(model, episode):
     frames = episode[0]
     actions, spread = model.inverse_dynamics(frames, "point", fps=10, steps=2, return_spread=True)
@@ -129,6 +158,7 @@ def test_save_and_reload_give_the_same_outputs(model, episode, tmp_path):
         (lambda m, f, s, a: m.forward_dynamics(f[:1], a[:, :1], "point"), "actions has shape"),
         (lambda m, f, s, a: m.forward_dynamics(f[:1], a * np.nan, "point"), "NaN"),
         (lambda m, f, s, a: m.forward_dynamics(f[:1], a, "point", states=np.zeros(5)), "states has shape"),
+        (lambda m, f, s, a: m.forward_dynamics(f[:1], a, "point", latents=np.zeros((1, 2))), "latents has shape"),
         (lambda m, f, s, a: m.policy(f[0], "point", steps=0), "steps=0"),
     ],
 )

@@ -249,8 +249,13 @@ class Cosmos3Backend:
         steps: int | None = None,
         seed: int = 0,
         pixel_residual: bool | None = None,
+        latents: np.ndarray | None = None,
     ) -> Prediction:
         """Frames that ``actions`` (raw, (Hz, A) or (B, Hz, A)) produce from the last observed frame."""
+        if latents is not None:
+            raise ValueError(
+                "latents were given; this backend returns none (Prediction.latents is None), expected latents=None"
+            )
         stats = self._stats(embodiment)
         frames = _batched(frames, 4, "frames")
         actions = np.asarray(actions, np.float32)

@@ -19,7 +19,7 @@ from cosmos_robot.datasets.episodes import EpisodeArrays
 from cosmos_robot.datasets.video_io import to_model_size
 from cosmos_robot.datasets.windows import TimeAlignedWindows, WindowSpec, open_episodes
 from cosmos_robot.keys import ACTION, OBS_STATE
-from cosmos_robot.model.batches import GeneratorInputs, PriorBatch, ReasonerInputs, TransitionBatch
+from cosmos_robot.model.batches import GeneratorInputs, PriorBatch, ReasonerInputs, SequenceBatch, TransitionBatch
 from cosmos_robot.model.config import ModelConfig
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.processor import EmbodimentEntry, Processor
@@ -109,30 +109,50 @@ class Batch:
 
 @dataclass
 class TransitionTable:
-    """Consecutive-frame pairs of a split, kept as indices into its frame latents (not copied per pair).
+    """Every frame of a split with its state and the action taken at it, and the rows where a run of
+    ``steps`` actions stays inside one episode; pairs and sequences are indices into it (not copies).
 
     Attributes:
         latents: (N, G*G, Cf) every frame's latent tokens, embodiments end to end.
-        first: (P,) long, the row in ``latents`` of each pair's first frame (the second is the next row).
-        actions: (P, W) the normalised, padded action taken at the first frame.
-        domain: (P,) long.
-        action_channels: (P, W) bool.
+        states: (N, S) the normalised, padded state at each frame.
+        actions: (N, W) the normalised, padded action taken at each frame.
+        domain: (N,) long.
+        action_channels: (N, W) bool.
+        state_channels: (N, S) bool.
+        first: (P,) long, the rows that start a run of ``steps`` actions inside their episode.
+        steps: actions per run (1: consecutive-frame pairs).
     """
 
     latents: torch.Tensor
-    first: torch.Tensor
+    states: torch.Tensor
     actions: torch.Tensor
     domain: torch.Tensor
     action_channels: torch.Tensor
+    state_channels: torch.Tensor
+    first: torch.Tensor
+    steps: int = 1
 
     def __len__(self) -> int:
         return len(self.first)
 
     def take(self, index: torch.Tensor) -> TransitionBatch:
-        """The pairs at ``index`` as a batch."""
+        """The pairs starting at ``index`` as a batch (the first action of each run)."""
         rows = self.first[index]
         frames = torch.stack([self.latents[rows], self.latents[rows + 1]], 1)
-        return TransitionBatch(frames, self.domain[index], self.actions[index], self.action_channels[index])
+        return TransitionBatch(frames, self.domain[rows], self.actions[rows], self.action_channels[rows])
+
+    def take_sequences(self, index: torch.Tensor) -> SequenceBatch:
+        """The runs starting at ``index`` as a batch of ``steps + 1`` frames and ``steps`` actions."""
+        rows = self.first[index][:, None] + torch.arange(self.steps + 1)
+        first = rows[:, 0]
+        return SequenceBatch(
+            self.latents[rows],
+            self.states[rows],
+            self.actions[rows[:, :-1]],
+            self.domain[first],
+            self.action_channels[first],
+            self.state_channels[first],
+        )
 
 
 class TrainingSet:
@@ -172,7 +192,7 @@ class TrainingSet:
         self.tasks = {name: parts[0].tasks[0] for name, parts in grouped.items()}
         self.data: dict[str, EmbodimentData] = {}
         self._demonstrations: dict[tuple[int, str], PriorBatch] = {}
-        self._transitions: dict[str, TransitionTable] = {}
+        self._transitions: dict[tuple[str, int], TransitionTable] = {}
 
     def frames(self, split: str = "train") -> torch.Tensor:
         """All frames of a split (uint8 (N, H, W, 3)): the train split trains the autoencoder, the held-out
@@ -253,34 +273,45 @@ class TrainingSet:
         self._demonstrations[key] = table
         return table
 
-    def transitions(self, split: str = "train") -> TransitionTable:
-        """Every pair of consecutive frames inside an episode, with the action between them, of every
-        source (any task: noisy actions are what inverse dynamics must read), as the inverse prior's
-        table. Built once per split."""
-        if split in self._transitions:
-            return self._transitions[split]
+    def transitions(self, split: str = "train", steps: int = 1) -> TransitionTable:
+        """Every run of ``steps`` consecutive actions inside an episode, of every source (any task:
+        noisy and random actions are what inverse dynamics must read and forward dynamics must follow),
+        as the table of the inverse prior (``steps=1``) and of the forward prior. Built once per split."""
+        if (split, steps) in self._transitions:
+            return self._transitions[(split, steps)]
         c = self.config
-        latents, first, actions, domain, channels = [], [], [], [], []
+        parts: dict[str, list[torch.Tensor]] = {k: [] for k in ("latents", "states", "actions", "domain", "first")}
+        action_channels, state_channels = [], []
         offset = 0
         for name in sorted(self.data):
             d = self.data[name]
             episodes = getattr(d, split).episodes
             ends = episodes.episode_ends
-            rows = np.arange(int(ends[-1]) if len(ends) else 0)
-            rows = rows[~np.isin(rows, ends - 1)]  # an episode's last frame has no next frame
-            raw = np.asarray(episodes.data[ACTION][:])[rows]
-            latents.append(torch.from_numpy(np.asarray(episodes.data[LATENTS])))
-            first.append(torch.from_numpy(rows + offset))
-            actions.append(torch.from_numpy(self.processor.actions_in(name, raw)))
-            domain.append(torch.full((len(rows),), d.embodiment.domain_id))
-            channels.append((torch.arange(c.action_width) < d.embodiment.action_dim).expand(len(rows), -1))
-            offset += int(ends[-1]) if len(ends) else 0
+            count = int(ends[-1]) if len(ends) else 0
+            rows = np.arange(count)
+            # A run must end inside its episode: its last frame is at most the episode's last.
+            if count:
+                rows = rows[rows + steps < ends[np.searchsorted(ends, rows, side="right")]]
+            raw_actions = np.asarray(episodes.data[ACTION][:])
+            raw_states = np.asarray(episodes.data[OBS_STATE][:])
+            parts["latents"].append(torch.from_numpy(np.asarray(episodes.data[LATENTS])))
+            parts["states"].append(torch.from_numpy(self.processor.states_in(name, raw_states)))
+            parts["actions"].append(torch.from_numpy(self.processor.actions_in(name, raw_actions)))
+            parts["domain"].append(torch.full((count,), d.embodiment.domain_id))
+            parts["first"].append(torch.from_numpy(rows + offset))
+            action_channels.append((torch.arange(c.action_width) < d.embodiment.action_dim).expand(count, -1))
+            state_channels.append((torch.arange(c.state_width) < d.embodiment.state_dim).expand(count, -1))
+            offset += count
         table = TransitionTable(
-            torch.cat(latents), torch.cat(first), torch.cat(actions), torch.cat(domain), torch.cat(channels)
+            *(torch.cat(parts[k]) for k in ("latents", "states", "actions", "domain")),
+            torch.cat(action_channels),
+            torch.cat(state_channels),
+            torch.cat(parts["first"]),
+            steps,
         )
         if not len(table):
-            raise ValueError(f"the {split} split has no episode of two or more frames")
-        self._transitions[split] = table
+            raise ValueError(f"the {split} split has no episode of {steps + 1} or more frames")
+        self._transitions[(split, steps)] = table
         return table
 
     def collate(self, picks: list[tuple[str, int]], split: str = "train", context_frames: int = 1) -> Batch:

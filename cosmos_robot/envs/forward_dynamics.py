@@ -107,9 +107,10 @@ class Imagination:
         return self.model.context_frames
 
     def step(
-        self, history: np.ndarray, states: np.ndarray, actions: np.ndarray, seed: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(next frames (B, H, W, 3), next states (B, S), rewards (B,) float64, success (B,) bool).
+        self, history: np.ndarray, states: np.ndarray, actions: np.ndarray, seed: int, latents: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """(next frames (B, H, W, 3), next states (B, S), rewards (B,) float64, success (B,) bool, the model's
+        latents of the next frames (None if it has none)).
 
         Rewards and success come from ``reward_fn`` / ``success_fn`` where given, else from the model.
 
@@ -118,11 +119,20 @@ class Imagination:
             states: (B, S) agent states at the last frame.
             actions: (B, A) one action per episode, already clipped.
             seed: seeds the sampling noise.
+            latents: the model's latents of ``history`` from the previous step (all-NaN rows for episodes
+                just reset), or None: the imagined episode continues in the model's latent space rather
+                than re-encoding its own decoded frames.
         """
         # The observation before the step, copied only when a reward_fn reads it.
         before = {PIXELS: history[:, -1].copy(), AGENT_POS: states.copy()} if self.reward_fn else None
         prediction = self.model.forward_dynamics(
-            history, actions[:, None], self.embodiment, states=states, steps=self.sampling_steps, seed=seed
+            history,
+            actions[:, None],
+            self.embodiment,
+            states=states,
+            steps=self.sampling_steps,
+            seed=seed,
+            latents=latents,
         )
         frames, next_states = prediction.frames[:, 0], prediction.states[:, 0].astype(np.float32)
         rewards = prediction.rewards[:, 0].astype(np.float64)
@@ -134,7 +144,7 @@ class Imagination:
             )
         if self.success_fn is not None:
             success = np.array([bool(self.success_fn(_row(after, i))) for i in range(len(actions))])
-        return frames, next_states, rewards, success.astype(bool)
+        return frames, next_states, rewards, success.astype(bool), prediction.latents
 
     def close(self) -> None:
         """Close the start source's env, if any."""
@@ -210,6 +220,7 @@ class ForwardDynamicsEnv(gym.Env):
         self.render_mode = render_mode
         self._history: np.ndarray | None = None
         self._state: np.ndarray | None = None
+        self._latents: np.ndarray | None = None
         self._steps = 0
         self._clipped = 0
 
@@ -222,6 +233,7 @@ class ForwardDynamicsEnv(gym.Env):
         start = self.imagination.start_source.draw(self.np_random)
         self._history = np.repeat(start.frame[None], self.imagination.context_frames, axis=0)
         self._state = start.state.astype(np.float32)
+        self._latents = None
         self._steps = 0
         self._clipped = 0
         return self._observation(), {"is_success": False, "clipped_actions": 0, **start.info}
@@ -234,7 +246,9 @@ class ForwardDynamicsEnv(gym.Env):
         self._clipped += int(changed)
         seed = int(self.np_random.integers(2**31 - 1))
         imagination = self.imagination
-        frames, states, rewards, success = imagination.step(self._history[None], self._state[None], clipped[None], seed)
+        frames, states, rewards, success, self._latents = imagination.step(
+            self._history[None], self._state[None], clipped[None], seed, self._latents
+        )
         self._history = np.concatenate([self._history[1:], frames[:1]])
         self._state = states[0]
         self._steps += 1
@@ -295,6 +309,7 @@ class ForwardDynamicsVectorEnv(VectorEnv):
         self._steps = np.zeros(num_envs, np.int64)
         self._clipped = np.zeros(num_envs, np.int64)
         self._rngs: list[np.random.Generator] = []
+        self._latents: np.ndarray | None = None
         self._started = False
 
     def _observations(self) -> dict[str, np.ndarray]:
@@ -306,6 +321,8 @@ class ForwardDynamicsVectorEnv(VectorEnv):
         self._state[index] = start.state
         self._steps[index] = 0
         self._clipped[index] = 0
+        if self._latents is not None:
+            self._latents[index] = np.nan  # encoded from the start frame at the next step
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset every sub-env; ``seed`` is one int (sub-env i gets seed + i) or one per sub-env."""
@@ -316,6 +333,7 @@ class ForwardDynamicsVectorEnv(VectorEnv):
             if len(seeds) != self.num_envs:
                 raise ValueError(f"seed has {len(seeds)} entries; expected num_envs={self.num_envs}")
         self._rngs = [np.random.default_rng(s) for s in seeds]
+        self._latents = None
         for i in range(self.num_envs):
             self._start(i)
         self._started = True
@@ -333,7 +351,9 @@ class ForwardDynamicsVectorEnv(VectorEnv):
         self._clipped += changed
         imagination = self.imagination
         seed = int(self._rngs[0].integers(2**31 - 1))
-        frames, states, rewards, success = imagination.step(self._history, self._state, clipped, seed)
+        frames, states, rewards, success, self._latents = imagination.step(
+            self._history, self._state, clipped, seed, self._latents
+        )
         self._history = np.concatenate([self._history[:, 1:], frames[:, None]], 1)
         self._state = states
         self._steps += 1

@@ -97,8 +97,13 @@ class MuJoCoOracle:
         steps: int | None = None,
         seed: int = 0,
         pixel_residual: bool | None = None,
+        latents: np.ndarray | None = None,
     ) -> Prediction:
         """MuJoCo's own frames, agent states, rewards and success for ``actions`` from the last frame."""
+        if latents is not None:
+            raise ValueError(
+                "latents were given; this backend returns none (Prediction.latents is None), expected latents=None"
+            )
         if embodiment != self.embodiment:
             raise ValueError(f"embodiment={embodiment!r}; this oracle simulates {self.embodiment!r}")
         frames = np.asarray(frames)

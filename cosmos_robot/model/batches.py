@@ -144,3 +144,24 @@ class TransitionBatch(TensorBatch):
     domain: torch.Tensor
     actions: torch.Tensor
     action_channels: torch.Tensor
+
+
+@dataclass
+class SequenceBatch(TensorBatch):
+    """Short recorded sequences the forward prior is trained on (its own batch, beside the main one).
+
+    Attributes:
+        frames: (B, R + 1, G*G, Cf) latent tokens of R + 1 consecutive frames.
+        states: (B, R + 1, S) normalised, padded proprio states at those frames.
+        actions: (B, R, W) the normalised, padded actions between them.
+        domain: (B,) long.
+        action_channels: (B, W) bool, the embodiment's real action channels.
+        state_channels: (B, S) bool, the embodiment's real state channels.
+    """
+
+    frames: torch.Tensor
+    states: torch.Tensor
+    actions: torch.Tensor
+    domain: torch.Tensor
+    action_channels: torch.Tensor
+    state_channels: torch.Tensor

@@ -29,8 +29,16 @@ import torch
 from torch import nn
 
 from cosmos_robot.model.action_prior import PRIOR_CHUNK, ActionPrior
-from cosmos_robot.model.batches import GeneratorInputs, GeneratorOutputs, PriorBatch, ReasonerInputs, TransitionBatch
+from cosmos_robot.model.batches import (
+    GeneratorInputs,
+    GeneratorOutputs,
+    PriorBatch,
+    ReasonerInputs,
+    SequenceBatch,
+    TransitionBatch,
+)
 from cosmos_robot.model.config import ModelConfig
+from cosmos_robot.model.forward_prior import ForwardPrior
 from cosmos_robot.model.inverse_prior import InversePrior
 from cosmos_robot.model.mot import MoTBlock, ReasonerCache
 from cosmos_robot.model.rope import MRoPE, grid_positions, point_positions, temporal_positions, text_positions
@@ -40,6 +48,7 @@ from cosmos_robot.model.stems import (
     MotionStem,
     action_frame_index,
     anchor_frame_index,
+    grid_tokens,
     latent_grids,
     pick_frames,
 )
@@ -54,7 +63,9 @@ class DirectPaths:
         frames: (B, T*G*G, D) embedded anchor cell + actions since the anchor, per frame token.
         actions: (B, K, D) embedded frames around each action.
         states: (B, T, D) embedded frame of each state.
-        anchor_frames: (B, T, G*G, Cf) each frame's anchor tokens (zeros where it has none).
+        anchor_frames: (B, T, G*G, Cf) each frame's anchor tokens: the forward prior's rollout where it
+            applies, else the latest clean frame (zeros where there is none).
+        anchor_states: (B, T, S) the forward prior's rolled-out state where it applies, else zeros.
         prior_actions: (B, K, W) the action prior's or the inverse prior's action per action token
             (zeros where neither applies).
         prior_gate: (B, K) where one of them applies.
@@ -64,6 +75,7 @@ class DirectPaths:
     actions: torch.Tensor
     states: torch.Tensor
     anchor_frames: torch.Tensor
+    anchor_states: torch.Tensor
     prior_actions: torch.Tensor
     prior_gate: torch.Tensor
 
@@ -112,6 +124,9 @@ class WorldActionNetwork(nn.Module):
         )
         self.inverse_prior = InversePrior(
             config.latent_channels, config.latent_grid * config.patch_merge, config.action_width, config.num_domains
+        )
+        self.forward_prior = ForwardPrior(
+            config.latent_channels, config.state_width, config.action_width, config.num_domains
         )
         # One input projection for both priors' estimates: their gates are disjoint.
         self.prior_in = DomainLinear(config.num_domains, config.action_width, d)
@@ -196,6 +211,8 @@ class WorldActionNetwork(nn.Module):
         grids = latent_grids(frames, self.config)
         anchor = frames.gather(1, latest.clamp_min(0)[..., None, None].expand_as(frames))
         anchor = anchor * (latest >= 0)[..., None, None].to(frames.dtype)
+        rolled_frames, rolled_states, rolled = self._forward_rollout(inputs, grids)
+        anchor = torch.where(rolled[..., None, None], rolled_frames, anchor)
         flat = torch.cat([frames.flatten(2), frame_t[..., None]], -1)  # (B, T, GG*Cf + 1)
         motion = self.motion_stem(grids, inputs.frame_t, latest, into)
         frame_path = self.frame_anchor_in(anchor.flatten(1, 2)) + self.dynamics_stem(inputs, grids, latest, into)
@@ -203,8 +220,58 @@ class WorldActionNetwork(nn.Module):
         inverse, inverse_gate = self._inverse_actions(inputs, grids, into)
         # The two gates are disjoint: a policy action's frames are noisy, an inverse-dynamics one's clean.
         return DirectPaths(
-            frame_path, motion, self.state_frame_in(flat), anchor, policy + inverse, policy_gate | inverse_gate
+            frame_path,
+            motion,
+            self.state_frame_in(flat),
+            anchor,
+            rolled_states,
+            policy + inverse,
+            policy_gate | inverse_gate,
         )
+
+    def _forward_rollout(
+        self, inputs: GeneratorInputs, grids: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The forward prior rolled out from each clean frame through the clean actions that follow it,
+        into the noisy frames they lead to (forward dynamics): (tokens (B, T, GG, Cf), normalised states
+        (B, T, S), gate (B, T)); zeros where the gate is off. Detached: only its own batch trains it.
+
+        Action k leads from frame k to frame k + 1 (one action per frame step, as every window here).
+        """
+        frame_t, action_t = inputs.frame_t, inputs.action_t
+        b, t = frame_t.shape
+        tokens = torch.zeros_like(inputs.frames)
+        states = torch.zeros_like(inputs.states)
+        gate = torch.zeros(b, t, dtype=torch.bool, device=frame_t.device)
+        if action_t.shape[1] != t - 1:  # windows with several actions per frame: no rollout
+            return tokens, states, gate
+        steps = t - 1
+        follows = (action_t[:, :steps] == 0) & (frame_t[:, 1 : steps + 1] > 0)  # a clean action into a noisy frame
+        rows = follows.any(1).nonzero().squeeze(1)
+        if not len(rows):  # inverse dynamics or policy: skip the prior's net
+            return tokens, states, gate
+        grid, state = grids[rows, 0], inputs.states[rows, 0] * inputs.state_channels[rows]
+        actions = inputs.actions[rows] * inputs.action_channels[rows, None]
+        domain, chain = inputs.domain[rows], torch.zeros(len(rows), dtype=torch.bool, device=frame_t.device)
+        rolled_grids, rolled_states = [grid], [state]
+        with torch.no_grad():
+            for k in range(steps):
+                grid_change, state_change = self.forward_prior(grid, state, actions[:, k], domain)
+                # A chain starts at a clean frame and continues while actions stay clean and frames noisy.
+                chain = follows[rows, k] & (chain | (frame_t[rows, k] == 0))
+                keep = chain[:, None, None, None]
+                grid = torch.where(keep, grid + grid_change, grids[rows, k + 1])
+                state = torch.where(chain[:, None], state + state_change, inputs.states[rows, k + 1])
+                state = state * inputs.state_channels[rows]
+                gate[rows, k + 1] = chain
+                rolled_grids.append(grid)
+                rolled_states.append(state)
+        tokens[rows] = grid_tokens(torch.stack(rolled_grids, 1), self.config).to(tokens.dtype)
+        states[rows] = torch.stack(rolled_states, 1).to(states.dtype)
+        off = ~gate
+        tokens[off] = 0.0
+        states[off] = 0.0
+        return tokens, states, gate
 
     def _inverse_actions(
         self, inputs: GeneratorInputs, grids: torch.Tensor, into: torch.Tensor
@@ -256,6 +323,14 @@ class WorldActionNetwork(nn.Module):
         """The inverse prior's action (B, W) for a :class:`TransitionBatch` (what its loss trains)."""
         grids = latent_grids(batch.frames, self.config)
         return self.inverse_prior(grids[:, 0], grids[:, 1], batch.domain)
+
+    def forward_sequence(self, batch: SequenceBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The forward prior's rollout (grids (B, R, C, h, w), states (B, R, S)) from each sequence's first
+        frame through its actions (what its loss trains)."""
+        grids = latent_grids(batch.frames[:, :1], self.config)[:, 0]
+        state = batch.states[:, 0] * batch.state_channels
+        actions = batch.actions * batch.action_channels[:, None]
+        return self.forward_prior.rollout(grids, state, actions, batch.domain, batch.state_channels)
 
     def embed_generator(self, inputs: GeneratorInputs) -> tuple[torch.Tensor, torch.Tensor, DirectPaths]:
         """(tokens (B, Ld, D), per-token modulation (B, Ld, 6D) from each token's flow time, the direct paths)."""
@@ -328,6 +403,7 @@ class WorldActionNetwork(nn.Module):
         states = self.state_out(state_h) * inputs.state_channels[:, None]
         # The heads predict clean values on top of the direct paths' starting points.
         frames = frames + paths.anchor_frames
+        states = states + paths.anchor_states
         actions = actions + paths.prior_actions
         x0 = (frames, actions, states)
         frames = velocity_from_x0(inputs.frames, frames, inputs.frame_t)

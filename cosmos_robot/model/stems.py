@@ -42,6 +42,13 @@ def latent_grids(frames: torch.Tensor, config: ModelConfig) -> torch.Tensor:
     return frames.reshape(b, t, g, g, c, p, p).permute(0, 1, 4, 2, 5, 3, 6).reshape(b, t, c, g * p, g * p)
 
 
+def grid_tokens(grids: torch.Tensor, config: ModelConfig) -> torch.Tensor:
+    """The inverse of :func:`latent_grids`: grids (B, T, C, G*p, G*p) -> frame tokens (B, T, G*G, C*p*p)."""
+    b, t = grids.shape[:2]
+    g, p, c = config.latent_grid, config.patch_merge, config.latent_channels
+    return grids.reshape(b, t, c, g, p, g, p).permute(0, 1, 3, 5, 2, 4, 6).reshape(b, t, g * g, c * p * p)
+
+
 def pick_frames(grids: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """grids (B, T, C, H, W), index (B, K) with -1 for "none" -> (B, K, C, H, W), zeros where -1."""
     b, k = index.shape

@@ -96,3 +96,26 @@ def test_datasets_of_other_image_sizes_are_cropped_and_resized_to_the_model(
     # Every training frame is a cropped, resized original: the centre crop removed the padding.
     flat = {frame.tobytes() for frame in expected}
     assert all(frame.tobytes() in flat for frame in frames)
+
+
+def test_sequences_of_several_actions_stay_inside_their_episode(expert_and_noisy):
+    config = preset("tiny")
+    data = TrainingSet([str(p) for p in expert_and_noisy], config, num_frames=5, val_fraction=0.2, seed=0)
+    torch.manual_seed(0)
+    data.prepare(FrameAutoencoder(config.latent_channels, config.patch_merge))
+    table = data.transitions(steps=3)
+    episodes = data.data["point"].train.episodes
+    lengths = np.diff(np.r_[0, episodes.episode_ends])
+    assert len(table) == int(np.clip(lengths - 3, 0, None).sum())  # no run crosses an episode boundary
+    batch = table.take_sequences(torch.arange(len(table)))
+    rows = table.first.numpy()
+    latents = np.asarray(episodes.data["latents"])
+    for k in range(4):
+        np.testing.assert_array_equal(batch.frames[:, k].numpy(), latents[rows + k])
+    entry = data.data["point"].entry
+    raw_states = np.asarray(episodes.data["observation.state"])
+    np.testing.assert_allclose(batch.states[:, 2, :2].numpy(), entry.state_norm.normalize(raw_states[rows + 2]), rtol=1e-6)
+    raw_actions = np.asarray(episodes.data["action"])
+    np.testing.assert_allclose(batch.actions[:, 2, :2].numpy(), entry.action_norm.normalize(raw_actions[rows + 2]), rtol=1e-6)
+    assert batch.state_channels[:, :2].all() and not batch.state_channels[:, 2:].any()
+    assert data.transitions(steps=3) is table and data.transitions() is not table

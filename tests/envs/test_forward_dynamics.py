@@ -65,6 +65,34 @@ def test_deterministic_under_a_seed(env):
     np.testing.assert_array_equal(rollout(), rollout())
 
 
+def test_imagined_episodes_stay_in_latent_space(smoke_checkpoint):
+    # Each step continues from the model's latents, never from its own decoded frame re-encoded: with
+    # the deterministic forward prior alone, stepping the env is one multi-step model call.
+    model = WorldActionModel.from_pretrained(smoke_checkpoint)
+    model.forward_path = "prior"
+    actions = np.array([[0.3, 0.0], [0.0, -0.3], [-0.2, 0.2]], np.float32)
+    env = ForwardDynamicsEnv(model, "point", max_episode_steps=5)
+    vector = ForwardDynamicsVectorEnv(2, model, "point", max_episode_steps=2)
+    try:
+        obs, _ = env.reset(seed=1)
+        whole = model.forward_dynamics(obs["pixels"][None], actions, "point", states=obs["agent_pos"])
+        for h, action in enumerate(actions):
+            obs, *_ = env.step(action)
+            np.testing.assert_allclose(obs["agent_pos"], whole.states[0, h], atol=1e-5)
+        np.testing.assert_allclose(env._latents, whole.latents, atol=1e-5)
+        # The vector env carries latents per sub-env and drops them for a sub-env that resets.
+        vector.reset(seed=1)
+        vector.step(actions[:2])
+        assert np.isfinite(vector._latents).all()
+        vector.step(actions[:2])  # truncated after 2 steps: both restart
+        assert np.isnan(vector._latents).all()
+        obs, *_ = vector.step(actions[:2])
+        assert np.isfinite(vector._latents).all() and np.isfinite(obs["agent_pos"]).all()
+    finally:
+        env.close()
+        vector.close()
+
+
 def test_truncates_at_max_episode_steps(env):
     env.reset(seed=0)
     flags = [env.step(np.zeros(2, np.float32))[3] for _ in range(5)]

@@ -47,3 +47,14 @@ def test_cli_eval_fd_writes_json_and_plots(smoke_checkpoint, tmp_path):
     data = json.loads(out.read_text())
     assert {"horizon", "psnr", "psnr_copy_last", "state_error", "delta_psnr_shuffled"} <= set(data)
     assert out.with_suffix(".png").stat().st_size > 1000 and out.with_suffix(".strip.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_cli_eval_fd_runs_the_forward_prior_alone(smoke_checkpoint, tmp_path, capsys):
+    out = tmp_path / "fd.json"
+    args = ["eval", "fd", "--checkpoint", str(smoke_checkpoint), "--episodes", "2", "--horizon", "8"]
+    assert main([*args, "--forward-path", "prior", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("point: effector found h1/h8/h8") and "block error" in printed
+    assert main([*args, "--forward-path", "mot", "--json", str(out)]) != 0
+    assert "forward_path='mot'" in capsys.readouterr().err

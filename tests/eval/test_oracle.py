@@ -65,3 +65,10 @@ def test_the_cli_runs_the_fd_harness_on_mujoco_itself(tmp_path):
     assert main(["eval", "fd", "--checkpoint", "mujoco", "--episodes", "2", "--horizon", "8", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["effector_found"] == [1.0] * 8 and result["block_error_mm"] == [0.0] * 8
+
+
+def test_the_oracle_has_no_forward_path_to_choose(tmp_path, capsys):
+    out = tmp_path / "fd.json"
+    args = ["eval", "fd", "--checkpoint", "mujoco", "--episodes", "2", "--forward-path", "prior", "--json", str(out)]
+    assert main(args) != 0
+    assert "forward_path='prior' with checkpoint='mujoco'" in capsys.readouterr().err

@@ -167,9 +167,10 @@ def test_a_target_frame_token_reads_its_context_cell_directly():
     # Changing one grid cell of the clean context frame changes the same cell of a noisy target frame
     # even with attention switched off (gates zero): the anchor path is per cell, not through attention.
     net = close_all_gates(perturbed_network())
-    with torch.no_grad():  # the conv dynamics path spreads to neighbouring cells: tested on its own below
-        net.dynamics_stem.net[-1].weight.zero_()
-        net.dynamics_stem.net[-1].bias.zero_()
+    with torch.no_grad():  # the conv paths spread to neighbouring cells: tested on their own
+        for layer in (net.dynamics_stem.net[-1], net.forward_prior.frame_out):
+            layer.weight.zero_()
+            layer.bias.zero_()
     reasoner, gen = example_inputs(net.config, batch=1, num_frames=3, num_actions=2)
     gen = gen.replace(frame_t=torch.tensor([[0.0, 0.7, 0.7]]))
     moved_frames = gen.frames.clone()
@@ -218,3 +219,57 @@ def test_trimming_text_padding_changes_nothing():
     assert trimmed.text_ids.shape[1] == int(reasoner.text_valid.sum(1).max())
     torch.testing.assert_close(net(reasoner, gen).actions, net(trimmed, gen).actions)
     torch.testing.assert_close(net(reasoner, gen, joint=True).frames, net(reasoner, gen).frames, atol=1e-5, rtol=1e-5)
+
+
+def fd_window(config, batch=2):
+    """Example inputs laid out as forward dynamics: frame 0 clean, frames 1..4 and their states noisy."""
+    reasoner, gen = example_inputs(config, batch=batch, num_frames=5, num_actions=4)
+    frame_t = torch.tensor([[0.0, 0.6, 0.6, 0.6, 0.6]] * batch)
+    return reasoner, gen.replace(frame_t=frame_t, state_t=frame_t.clone())
+
+
+def test_forward_dynamics_frames_and_states_start_from_the_forward_priors_rollout():
+    net = perturbed_network()
+    reasoner, gen = fd_window(net.config)
+    paths = net._direct_paths(gen)
+    grids = stems.latent_grids(gen.frames, net.config)
+    state0 = gen.states[:, 0] * gen.state_channels
+    actions = gen.actions * gen.action_channels[:, None]
+    rolled, states = net.forward_prior.rollout(grids[:, 0], state0, actions, gen.domain, gen.state_channels)
+    torch.testing.assert_close(paths.anchor_frames[:, 1:], stems.grid_tokens(rolled, net.config))
+    torch.testing.assert_close(paths.anchor_states[:, 1:], states)
+    # The context frame keeps itself as anchor and gets no state base.
+    torch.testing.assert_close(paths.anchor_frames[:, 0], gen.frames[:, 0])
+    assert paths.anchor_states[:, 0].abs().max() == 0
+    # The rollout follows the actions: other actions, other anchors.
+    moved = net._direct_paths(gen.replace(actions=gen.actions + gen.action_channels[:, None]))
+    assert (moved.anchor_frames[:, 1:] - paths.anchor_frames[:, 1:]).abs().max() > 1e-4
+    # Policy and inverse dynamics (noisy actions): no rollout; the anchor is the latest clean frame.
+    _, policy = policy_window(net.config)
+    policy_paths = net._direct_paths(policy)
+    torch.testing.assert_close(policy_paths.anchor_frames, policy.frames[:, :1].expand_as(policy.frames))
+    assert policy_paths.anchor_states.abs().max() == 0
+
+
+def test_untrained_forward_prior_copies_the_frame_and_the_state():
+    net = WorldActionNetwork(preset("tiny"))
+    reasoner, gen = fd_window(net.config)
+    frames, _, states = net(reasoner, gen).x0
+    torch.testing.assert_close(frames, gen.frames[:, :1].expand_as(frames))
+    expected = (gen.states[:, :1] * gen.state_channels[:, None]).expand(-1, 4, -1)
+    torch.testing.assert_close(states[:, 1:], expected)
+
+
+def test_forward_sequence_is_the_priors_rollout_from_the_first_frame():
+    from cosmos_robot.model.batches import SequenceBatch
+
+    net = perturbed_network()
+    _, gen = example_inputs(net.config, num_frames=5, num_actions=4)
+    batch = SequenceBatch(
+        gen.frames, gen.states, gen.actions, gen.domain, gen.action_channels, gen.state_channels
+    )
+    grids, states = net.forward_sequence(batch)
+    assert grids.shape == (2, 4, net.config.latent_channels, 8, 8) and states.shape == (2, 4, net.config.state_width)
+    first = stems.latent_grids(gen.frames[:, :1], net.config)[:, 0]
+    change, _ = net.forward_prior(first, gen.states[:, 0] * gen.state_channels, gen.actions[:, 0], gen.domain)
+    torch.testing.assert_close(grids[:, 0], first + change)

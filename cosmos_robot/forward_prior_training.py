@@ -1,0 +1,96 @@
+"""Training the forward prior: the second phase of ``train``, after the autoencoder, before the MoT.
+
+The prior is trained alone on the frozen latents and then frozen, so the MoT learns its correction
+against the rollout it will be given at inference, not against a target that moves while it trains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from tqdm.auto import tqdm
+
+from cosmos_robot.datasets.training_set import TransitionTable
+from cosmos_robot.model.forward_prior import rollout_loss
+from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.model.stems import latent_grids
+
+
+@dataclass
+class RolloutError:
+    """Held-out error of the prior's rollout at its last step, against copying the first frame.
+
+    Attributes:
+        latent_mse: latent MSE of the rollout's last grid.
+        copy_mse: latent MSE of the first grid at that step (what "nothing moves" scores).
+        state_rmse: RMS error of the last state, normalised units, real channels.
+    """
+
+    latent_mse: float
+    copy_mse: float
+    state_rmse: float
+
+
+@torch.no_grad()
+def rollout_error(network: WorldActionNetwork, table: TransitionTable, samples: int = 2048, seed: int = 0) -> RolloutError:
+    """The prior's rollout error on (up to) ``samples`` sequences of ``table`` (a held-out split)."""
+    rng = torch.Generator().manual_seed(seed)
+    index = torch.randperm(len(table), generator=rng)[:samples]
+    batch = table.take_sequences(index)
+    grids, states = network.forward_sequence(batch)
+    targets = latent_grids(batch.frames, network.config)
+    mask = batch.state_channels.to(states.dtype)
+    return RolloutError(
+        latent_mse=float((grids[:, -1] - targets[:, -1]).pow(2).mean()),
+        copy_mse=float((targets[:, 0] - targets[:, -1]).pow(2).mean()),
+        state_rmse=float((((states[:, -1] - batch.states[:, -1]) * mask).pow(2).sum() / mask.sum()).sqrt()),
+    )
+
+
+def train_forward_prior(
+    network: WorldActionNetwork,
+    table: TransitionTable,
+    steps: int = 3000,
+    batch_size: int = 128,
+    lr: float = 2e-3,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[float]:
+    """Train ``network.forward_prior`` on rollouts of ``table``'s sequences; returns the loss per step.
+
+    Args:
+        network: the world-action network whose forward prior is trained (nothing else changes).
+        table: sequences of ``table.steps`` actions (``TrainingSet.transitions(steps=...)``).
+        steps: optimiser steps.
+        batch_size: sequences per step.
+        lr: peak learning rate (one-cycle schedule).
+        seed: seeds the batches.
+        progress: show a progress bar.
+    """
+    if steps < 1:
+        raise ValueError(f"steps={steps!r}; expected a positive integer")
+    prior = network.forward_prior
+    rng = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(prior.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=lr, total_steps=max(steps, 3), pct_start=max(0.05, 2.0 / max(steps, 3))
+    )
+    prior.train()
+    losses = []
+    bar = tqdm(range(steps), desc="forward prior", disable=not progress)
+    for _ in bar:
+        batch = table.take_sequences(torch.randint(len(table), (batch_size,), generator=rng))
+        grids, states = network.forward_sequence(batch)
+        targets = latent_grids(batch.frames, network.config)
+        loss = rollout_loss(grids, states, targets, batch.states, batch.state_channels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(prior.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+        if len(losses) % 50 == 0:
+            bar.set_postfix(loss=f"{sum(losses[-50:]) / 50:.4f}")
+    prior.eval()
+    return losses

@@ -1,0 +1,187 @@
+"""A forward-dynamics prior: (latent grid, state, action) -> the change of the grid and of the state.
+
+Forward dynamics learned inside the MoT alone did not follow its actions: in a frame of 64 latent
+cells the pusher lives in one or two, the flow loss averages over all of them, and most forward
+samples are drawn at flow times where the action hardly matters (docs/model.md, "Forward prior").
+This deterministic conv net is trained on its own batch of short sequences each step, as the two
+action priors are, and its rollout is where the generator's frame and state tokens start from in
+forward dynamics: the MoT's heads add a correction to it.
+
+Why this shape:
+- the action enters every residual block by FiLM (a per-embodiment projection to scales and
+  shifts), so "where does the pusher go" is a function of the action at every layer, not a
+  feature the loss can ignore;
+- it predicts the change of the grid, not the grid: an untrained net copies the frame;
+- coordinate channels tell the convolutions where the walls are;
+- the state change comes from the pooled features, the state and the action, so ``agent_pos`` is
+  integrated from the last known state instead of being drawn anew each step;
+- :func:`rollout_loss` unrolls it on its own predictions for several steps (the gradient goes
+  through the whole rollout) and weighs the cells that change, where the pusher and block are.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+# Steps of the prior's training rollouts (the default window's future frames).
+ROLLOUT_STEPS = 4
+# Extra weight of a latent cell per unit of its RMS change: the moving objects fill 2-4 of 64 cells.
+CHANGE_WEIGHT = 20.0
+# Weight of the state term: a 3 mm error is 0.015 normalised units, far below the latent errors.
+STATE_WEIGHT = 10.0
+# Pairs of sin/cos features per normalised state channel (as the action prior).
+STATE_FREQUENCIES = 2
+
+
+class FiLMBlock(nn.Module):
+    """A residual block of two 3x3 convolutions whose features are scaled and shifted by a condition."""
+
+    def __init__(self, width: int, condition: int) -> None:
+        super().__init__()
+        self.norm = nn.GroupNorm(8, width)
+        self.conv1 = nn.Conv2d(width, width, 3, padding=1)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1)
+        self.film = nn.Linear(condition, 2 * width)
+        nn.init.zeros_(self.film.weight)
+        nn.init.zeros_(self.film.bias)
+
+    def forward(self, x: torch.Tensor, condition: torch.Tensor) -> torch.Tensor:
+        """x (B, W, h, w), condition (B, condition) -> (B, W, h, w)."""
+        scale, shift = self.film(condition)[..., None, None].chunk(2, 1)
+        h = F.gelu(self.conv1(self.norm(x)), approximate="tanh")
+        h = h * (1.0 + scale) + shift
+        return x + self.conv2(F.gelu(h, approximate="tanh"))
+
+
+class ForwardPrior(nn.Module):
+    """One step of forward dynamics on the autoencoder's latent grid, per embodiment.
+
+    Args:
+        latent_channels: channels of the latent grid.
+        state_width: the shared (padded) state width.
+        action_width: the shared (padded) action width.
+        num_domains: embodiments (one action and one state projection each).
+        width: conv width.
+        blocks: FiLM residual blocks.
+        hidden: width of the condition (action + state features).
+        state_frequencies: sinusoidal features per state channel (pairs).
+    """
+
+    def __init__(
+        self,
+        latent_channels: int,
+        state_width: int,
+        action_width: int,
+        num_domains: int,
+        width: int = 64,
+        blocks: int = 4,
+        hidden: int = 128,
+        state_frequencies: int = STATE_FREQUENCIES,
+    ) -> None:
+        super().__init__()
+        self.state_width = state_width
+        self.register_buffer(
+            "state_scales", math.pi * 2.0 ** torch.arange(state_frequencies, dtype=torch.float32), persistent=False
+        )
+        state_features = state_width * (1 + 2 * state_frequencies)
+        self.action_weight = nn.Parameter(torch.randn(num_domains, action_width, hidden) / action_width**0.5)
+        self.condition = nn.Sequential(
+            nn.GELU(approximate="tanh"),
+            nn.Linear(hidden + state_features, hidden),
+            nn.GELU(approximate="tanh"),
+            nn.Linear(hidden, hidden),
+        )
+        self.stem = nn.Conv2d(latent_channels + 2, width, 3, padding=1)
+        self.blocks = nn.ModuleList(FiLMBlock(width, hidden) for _ in range(blocks))
+        self.frame_out = nn.Conv2d(width, latent_channels, 3, padding=1)
+        nn.init.zeros_(self.frame_out.weight)
+        nn.init.zeros_(self.frame_out.bias)
+        self.state_mlp = nn.Sequential(
+            nn.Linear(width + hidden + action_width + state_features, hidden),
+            nn.GELU(approximate="tanh"),
+        )
+        self.state_weight = nn.Parameter(torch.zeros(num_domains, hidden, state_width))
+        self.state_bias = nn.Parameter(torch.zeros(num_domains, state_width))
+
+    def _state_features(self, state: torch.Tensor) -> torch.Tensor:
+        angles = (state[:, :, None] * self.state_scales.to(state.dtype)).flatten(1)
+        return torch.cat([state, angles.sin(), angles.cos()], 1)
+
+    def forward(
+        self, grid: torch.Tensor, state: torch.Tensor, action: torch.Tensor, domain: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(grid change (B, C, h, w), state change (B, state_width)) of one control step.
+
+        Args:
+            grid: (B, C, h, w) latent grid now.
+            state: (B, state_width) normalised state now (padded channels zero).
+            action: (B, action_width) normalised action (padded channels zero).
+            domain: (B,) embodiment ids.
+        """
+        b, _, h, w = grid.shape
+        state = state.to(grid.dtype)
+        action = action.to(grid.dtype)
+        state_features = self._state_features(state)
+        embedded = torch.einsum("ba,bah->bh", action, self.action_weight[domain].to(grid.dtype))
+        condition = self.condition(torch.cat([embedded, state_features], 1))
+        rows = torch.linspace(-1.0, 1.0, h, device=grid.device, dtype=grid.dtype)
+        cols = torch.linspace(-1.0, 1.0, w, device=grid.device, dtype=grid.dtype)
+        coords = torch.stack(torch.meshgrid(rows, cols, indexing="ij"))[None].expand(b, -1, -1, -1)
+        x = self.stem(torch.cat([grid, coords], 1))
+        for block in self.blocks:
+            x = block(x, condition)
+        pooled = torch.cat([x.mean((2, 3)), condition, action, state_features], 1)
+        state_change = torch.einsum("bh,bhs->bs", self.state_mlp(pooled), self.state_weight[domain])
+        return self.frame_out(x), state_change + self.state_bias[domain]
+
+    def rollout(
+        self,
+        grid: torch.Tensor,
+        state: torch.Tensor,
+        actions: torch.Tensor,
+        domain: torch.Tensor,
+        state_channels: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Grids (B, R, C, h, w) and states (B, R, state_width) after each of ``actions`` (B, R, W);
+        ``state_channels`` (B, state_width) keeps padded state channels at zero along the way."""
+        grids, states = [], []
+        for r in range(actions.shape[1]):
+            grid_change, state_change = self(grid, state, actions[:, r], domain)
+            grid, state = grid + grid_change, state + state_change
+            if state_channels is not None:
+                state = state * state_channels.to(state.dtype)
+            grids.append(grid)
+            states.append(state)
+        return torch.stack(grids, 1), torch.stack(states, 1)
+
+
+def rollout_loss(
+    predicted_grids: torch.Tensor,
+    predicted_states: torch.Tensor,
+    grids: torch.Tensor,
+    states: torch.Tensor,
+    state_channels: torch.Tensor,
+) -> torch.Tensor:
+    """Change-weighted latent MSE plus state MSE of a rollout against the recorded sequence.
+
+    Args:
+        predicted_grids: (B, R, C, h, w) the prior's rollout.
+        predicted_states: (B, R, S) its states.
+        grids: (B, R + 1, C, h, w) the recorded grids, the start first.
+        states: (B, R + 1, S) the recorded normalised states, the start first.
+        state_channels: (B, S) the embodiment's real state channels.
+    """
+    targets = grids[:, 1:]
+    # A cell's weight grows with how much it changes in this step or moved since the start: the
+    # pusher's old and new cells both matter, the static table does not.
+    moved = (targets - grids[:, :-1]).pow(2).mean(2, keepdim=True).sqrt()
+    since_start = (targets - grids[:, :1]).pow(2).mean(2, keepdim=True).sqrt()
+    weight = 1.0 + CHANGE_WEIGHT * torch.maximum(moved, since_start)
+    frame_term = ((predicted_grids - targets).pow(2) * weight).mean() / weight.mean()
+    mask = state_channels[:, None].to(predicted_states.dtype).expand_as(predicted_states)
+    state_term = ((predicted_states - states[:, 1:]).pow(2) * mask).sum() / mask.sum().clamp_min(1.0)
+    return frame_term + STATE_WEIGHT * state_term

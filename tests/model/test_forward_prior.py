@@ -1,0 +1,83 @@
+"""The forward prior: copies when untrained, follows its action once trained, loss weighs what moves."""
+
+from __future__ import annotations
+
+import torch
+
+from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss
+
+
+def blob_grids(positions: torch.Tensor, channels: int = 4, side: int = 8) -> torch.Tensor:
+    """(B,) column positions -> latent grids (B, C, side, side) with one bright cell in row 3."""
+    grids = torch.zeros(len(positions), channels, side, side)
+    grids[torch.arange(len(positions)), :, 3, positions] = 1.0
+    return grids
+
+
+def test_untrained_prior_predicts_no_change():
+    prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2)
+    grid, state = torch.randn(5, 4, 8, 8), torch.randn(5, 3)
+    change, state_change = prior(grid, state, torch.randn(5, 2), torch.zeros(5, dtype=torch.long))
+    assert change.abs().max() == 0 and state_change.abs().max() == 0
+    grids, states = prior.rollout(grid, state, torch.randn(5, 3, 2), torch.zeros(5, dtype=torch.long))
+    torch.testing.assert_close(grids, grid[:, None].expand(-1, 3, -1, -1, -1))
+    torch.testing.assert_close(states, state[:, None].expand(-1, 3, -1))
+
+
+def test_rollout_chains_single_steps():
+    torch.manual_seed(0)
+    prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2)
+    with torch.no_grad():
+        for p in prior.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    grid, state, actions = torch.randn(2, 4, 8, 8), torch.randn(2, 3), torch.randn(2, 2, 2)
+    domain = torch.tensor([0, 1])
+    grids, states = prior.rollout(grid, state, actions, domain)
+    change, state_change = prior(grid, state, actions[:, 0], domain)
+    change2, state_change2 = prior(grid + change, state + state_change, actions[:, 1], domain)
+    torch.testing.assert_close(grids[:, 1], grid + change + change2)
+    torch.testing.assert_close(states[:, 1], state + state_change + state_change2)
+
+
+def test_trained_prior_moves_a_blob_where_its_action_says():
+    # A blob moves one cell left or right with the sign of the action, the state counts the moves.
+    torch.manual_seed(0)
+    prior = ForwardPrior(latent_channels=4, state_width=1, action_width=1, num_domains=1, width=32, blocks=2)
+    optimizer = torch.optim.Adam(prior.parameters(), lr=3e-3)
+    domain = torch.zeros(64, dtype=torch.long)
+    for _ in range(150):
+        position = torch.randint(1, 7, (64,))
+        step = torch.randint(0, 2, (64,)) * 2 - 1
+        grids = torch.stack([blob_grids(position), blob_grids(position + step)], 1)
+        states = torch.stack([position[:, None] / 8.0, (position + step)[:, None] / 8.0], 1)
+        predicted, predicted_states = prior.rollout(grids[:, 0], states[:, 0], step[:, None, None].float(), domain)
+        loss = rollout_loss(predicted, predicted_states, grids, states, torch.ones(64, 1, dtype=torch.bool))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    position = torch.tensor([3, 3])
+    with torch.no_grad():
+        change, state_change = prior(blob_grids(position), position[:, None] / 8.0, torch.tensor([[1.0], [-1.0]]), domain[:2])
+    after = (blob_grids(position) + change).mean(1)[:, 3]  # (2, 8) row 3
+    assert after[0].argmax() == 4 and after[1].argmax() == 2
+    torch.testing.assert_close(state_change, torch.tensor([[0.125], [-0.125]]), atol=0.03, rtol=0)
+
+
+def test_rollout_loss_weighs_cells_that_change():
+    start = torch.zeros(1, 1, 4, 8, 8)
+    moved = start.clone()
+    moved[0, 0, :, 3, 4] = 1.0  # one cell changes
+    grids = torch.cat([start, moved], 1)
+    states = torch.zeros(1, 2, 2)
+    channels = torch.ones(1, 2, dtype=torch.bool)
+    wrong_moving = moved.clone()
+    wrong_moving[0, 0, :, 3, 4] = 0.5
+    wrong_static = moved.clone()
+    wrong_static[0, 0, :, 0, 0] = 0.5
+    cost = lambda pred: float(rollout_loss(pred, torch.zeros(1, 1, 2), grids, states, channels))  # noqa: E731
+    assert cost(moved) == 0.0
+    assert cost(wrong_moving) > 5 * cost(wrong_static) > 0
+    # The state term counts only the embodiment's channels.
+    off = torch.tensor([[[0.0, 1.0]]])
+    assert float(rollout_loss(moved, off, grids, states, torch.tensor([[True, False]]))) == 0.0
+    assert float(rollout_loss(moved, off, grids, states, channels)) > 0

@@ -1,0 +1,42 @@
+"""Forward-prior training: on real PushBlock latents its rollout beats copying the first frame; it
+touches nothing but the prior; it refuses zero steps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from cosmos_robot.datasets.training_set import TrainingSet
+from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
+from cosmos_robot.model.config import preset
+from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.model.tokenizers import FrameAutoencoder
+
+
+@pytest.fixture(scope="module")
+def prepared(smoke_data):
+    config = preset("tiny")
+    data = TrainingSet(smoke_data, config, num_frames=5, seed=0)
+    torch.manual_seed(0)
+    data.prepare(FrameAutoencoder(config.latent_channels, config.patch_merge))
+    return data
+
+
+def test_training_changes_only_the_prior_and_beats_copying(prepared):
+    torch.manual_seed(0)
+    network = WorldActionNetwork(prepared.config)
+    before = {k: v.clone() for k, v in network.state_dict().items()}
+    table = prepared.transitions(steps=2)
+    untrained = rollout_error(network, table)
+    assert untrained.latent_mse == pytest.approx(untrained.copy_mse)  # an untrained prior copies
+    losses = train_forward_prior(network, table, steps=60, batch_size=16, progress=False)
+    assert len(losses) == 60 and sum(losses[-10:]) < sum(losses[:10])
+    trained = rollout_error(network, table)
+    assert trained.latent_mse < untrained.latent_mse and trained.state_rmse < untrained.state_rmse
+    changed = {k for k, v in network.state_dict().items() if not torch.equal(v, before[k])}
+    assert changed and all(k.startswith("forward_prior.") for k in changed)
+
+
+def test_training_needs_steps(prepared):
+    with pytest.raises(ValueError, match="steps=0"):
+        train_forward_prior(WorldActionNetwork(prepared.config), prepared.transitions(steps=2), steps=0)
