@@ -4,7 +4,7 @@ Few colours on a flat background: an L1 term keeps small objects sharp where MSE
 and every pixel weighs more the further its colour is from the frame's background (its median
 colour). Without that weight the autoencoder dropped arm2's fingertip, a 5-pixel sphere: the colour
 detector found it in 0.7 % of reconstructions of real frames (MuJoCo's own frames: 90 %), so no
-forward model on those latents could draw it; with ``OBJECT_WEIGHT`` = 10, 88 % (docs/model.md).
+forward model on those latents could draw it; with ``object_weight=10``, 88 % (docs/model.md).
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ from tqdm.auto import tqdm
 from cosmos_robot.metrics import psnr
 from cosmos_robot.model.tokenizers import FrameAutoencoder, float_to_frames, frames_to_float
 
-# Extra weight of a pixel per unit of its largest channel distance from the background, in [0, 2].
-OBJECT_WEIGHT = 10.0
 
-
-def object_weights(x: torch.Tensor) -> torch.Tensor:
-    """(N, 1, H, W) loss weights of frames (N, 3, H, W) in [-1, 1]: 1 on the background, more on objects."""
+def object_weights(x: torch.Tensor, object_weight: float) -> torch.Tensor:
+    """(N, 1, H, W) loss weights of frames (N, 3, H, W) in [-1, 1]: 1 on the background, plus
+    ``object_weight`` per unit of a pixel's largest channel distance from the frame's median colour."""
     background = x.flatten(2).median(2).values[..., None, None]
-    return 1.0 + OBJECT_WEIGHT * (x - background).abs().amax(1, keepdim=True)
+    return 1.0 + object_weight * (x - background).abs().amax(1, keepdim=True)
 
 
 @torch.no_grad()
@@ -44,6 +42,7 @@ def train_autoencoder(
     lr: float = 2e-3,
     seed: int = 0,
     progress: bool = True,
+    object_weight: float = 0.0,
 ) -> list[float]:
     """Train on uint8 frames (N, H, W, 3) with L1 + MSE weighted by :func:`object_weights`; returns the
     loss per step."""
@@ -62,7 +61,7 @@ def train_autoencoder(
         x = frames_to_float(frames_nhwc[idx])
         recon = autoencoder(x)
         error = recon - x
-        weight = object_weights(x)
+        weight = object_weights(x, object_weight)
         loss = ((error.abs() + error.pow(2)) * weight).mean() / weight.mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -33,7 +33,9 @@ class RolloutError:
 
 
 @torch.no_grad()
-def rollout_error(network: WorldActionNetwork, table: TransitionTable, samples: int = 2048, seed: int = 0) -> RolloutError:
+def rollout_error(
+    network: WorldActionNetwork, table: TransitionTable, samples: int = 2048, seed: int = 0
+) -> RolloutError:
     """The prior's rollout error on (up to) ``samples`` sequences of ``table`` (a held-out split)."""
     rng = torch.Generator().manual_seed(seed)
     index = torch.randperm(len(table), generator=rng)[:samples]
@@ -92,5 +94,7 @@ def train_forward_prior(
         losses.append(loss.item())
         if len(losses) % 50 == 0:
             bar.set_postfix(loss=f"{sum(losses[-50:]) / 50:.4f}")
+    # No gradient may outlive this phase: a stale one would count in the MoT's gradient-norm clip.
+    optimizer.zero_grad(set_to_none=True)
     prior.eval()
     return losses

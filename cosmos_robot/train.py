@@ -32,8 +32,8 @@ from cosmos_robot.datasets.training_set import Batch, TrainingSet
 from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
 from cosmos_robot.model.action_prior import PRIOR_CHUNK
 from cosmos_robot.model.batches import PriorBatch, ReasonerInputs, TransitionBatch
-from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.config import ModelConfig, preset
+from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, TrainingModule, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
@@ -73,6 +73,8 @@ class TrainConfig:
         time_shift: shift of the logit-normal flow-time sampler.
         ae_steps: autoencoder training steps.
         ae_batch: autoencoder batch.
+        ae_object_weight: extra reconstruction weight of pixels far from the background colour
+            (``autoencoder_training.object_weights``; 0: plain L1 + MSE).
         autoencoder: a checkpoint folder whose trained autoencoder (and token statistics) to reuse
             instead of training one (``ae_steps`` is then ignored); saves minutes per experiment.
         val_every: held-out loss every N steps (0: never).
@@ -102,6 +104,7 @@ class TrainConfig:
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
+    ae_object_weight: float = 0.0
     autoencoder: str | None = None
     val_every: int = 500
     checkpoint_every: int = 500
@@ -206,6 +209,7 @@ class Trainer:
                 frames,
                 steps=config.ae_steps,
                 batch_size=config.ae_batch,
+                object_weight=config.ae_object_weight,
                 seed=config.seed,
                 progress=progress and self.rank == 0,
             )
@@ -220,6 +224,11 @@ class Trainer:
         torch.manual_seed(config.seed + 1)
         self.network = WorldActionNetwork(model_config).to(self.device)
         self.forward_prior = previous.training.get("forward_prior") if previous is not None else None
+        if config.forward_steps and self.network.forward_prior is None:
+            raise ValueError(
+                f"forward_steps={config.forward_steps} but the model has no forward prior; expected "
+                'model_overrides={"forward_prior": true} or forward_steps=0'
+            )
         if previous is None and config.forward_steps:
             # Every rank trains the same prior from the same seed: no communication needed.
             started = time.perf_counter()
@@ -234,7 +243,8 @@ class Trainer:
             error = rollout_error(self.network, self.data.transitions("val", steps=ROLLOUT_STEPS))
             self.forward_prior = asdict(error) | {"seconds": time.perf_counter() - started}
         # Frozen from here on: the MoT learns its correction against the rollout it will be given.
-        self.network.forward_prior.requires_grad_(False)
+        if self.network.forward_prior is not None:
+            self.network.forward_prior.requires_grad_(False)
         self.ema = copy.deepcopy(self.network).requires_grad_(False)
         self.optimizer = torch.optim.AdamW(
             [p for p in self.network.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay

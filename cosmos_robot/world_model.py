@@ -72,6 +72,8 @@ class WorldActionModel:
     def forward_path(self, value: str) -> None:
         if value not in FORWARD_PATHS:
             raise ValueError(f"forward_path={value!r}; expected one of {list(FORWARD_PATHS)}")
+        if value == "prior" and self.network.forward_prior is None:
+            raise ValueError("forward_path='prior' but this checkpoint has no forward prior; expected 'full'")
         self._forward_path = value
 
     # -- loading and saving -----------------------------------------------------------------------------
@@ -271,7 +273,9 @@ class WorldActionModel:
         reference, reference_tokens = np.asarray(context[:, -1]), context_tokens[:, -1]
         if self.forward_path == "prior":
             tokens, states_norm = self._prior_rollout(entry, context_tokens, state, actions)
-            future = self._decode_against(tokens, reference, reference_tokens) if pixel_residual else self._decode(tokens)
+            future = (
+                self._decode_against(tokens, reference, reference_tokens) if pixel_residual else self._decode(tokens)
+            )
             zeros = np.zeros((b, horizon), np.float32)
             return Prediction(
                 future,

@@ -8,14 +8,14 @@ import torch
 
 from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
-from cosmos_robot.model.config import preset
+from cosmos_robot.model.config import ModelConfig, preset
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 
 
 @pytest.fixture(scope="module")
 def prepared(smoke_data):
-    config = preset("tiny")
+    config = ModelConfig.from_dict(preset("tiny").to_dict() | {"forward_prior": True})
     data = TrainingSet(smoke_data, config, num_frames=5, seed=0)
     torch.manual_seed(0)
     data.prepare(FrameAutoencoder(config.latent_channels, config.patch_merge))

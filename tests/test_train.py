@@ -43,7 +43,7 @@ def test_resume_continues_with_the_same_losses(smoke_data, tmp_path):
     a = load_file(str(tmp_path / "a" / "model.safetensors"))
     b = load_file(str(tmp_path / "b" / "model.safetensors"))
     for key in a:
-        torch.testing.assert_close(a[key], b[key], atol=0, rtol=0, msg=key)
+        torch.testing.assert_close(a[key], b[key], atol=0, rtol=0)
 
 
 def test_resume_without_a_checkpoint_is_a_clear_error(smoke_data, tmp_path):
@@ -113,11 +113,26 @@ def test_learning_rate_warms_up_then_decays():
         ({"steps": 0}, "steps=0"),
         ({"prior_batch": -1}, "prior_batch=-1"),
         ({"inverse_batch": 2.5}, "inverse_batch=2.5"),
+        ({"forward_steps": -1}, "forward_steps=-1"),
+        ({"forward_batch": 0}, "forward_batch=0"),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**({"datasets": ["x"], "out": "y"} | changes))
+
+
+def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
+    ckpt = load_checkpoint(smoke_checkpoint, with_training=True)
+    assert ckpt.network.forward_prior is not None
+    measured = ckpt.training["forward_prior"]
+    assert {"latent_mse", "copy_mse", "state_rmse", "seconds"} <= set(measured) and measured["seconds"] > 0
+
+
+def test_forward_steps_need_a_forward_prior(smoke_data, tmp_path):
+    config = smoke_config(smoke_data, tmp_path / "x", model_overrides={})
+    with pytest.raises(ValueError, match="forward_steps=5 but the model has no forward prior"):
+        Trainer(config, progress=False)
 
 
 def test_export_halves_the_weights(smoke_checkpoint, tmp_path):

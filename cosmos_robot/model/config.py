@@ -32,6 +32,8 @@ class ModelConfig:
         num_domains: embodiments the projections can address.
         max_text_len: instruction bytes kept.
         action_loss_weight: weight of action tokens in the flow loss (Cosmos 3: 10).
+        forward_prior: the network has a forward prior whose rollout forward-dynamics frames and states
+            start from (:mod:`cosmos_robot.model.forward_prior`); False for checkpoints made before it.
     """
 
     d_model: int = 128
@@ -51,8 +53,11 @@ class ModelConfig:
     num_domains: int = 8
     max_text_len: int = 64
     action_loss_weight: float = 10.0
+    forward_prior: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.forward_prior, bool):
+            raise ValueError(f"forward_prior={self.forward_prior!r}; expected true or false")
         positive = (
             "d_model",
             "num_layers",

@@ -125,8 +125,10 @@ class WorldActionNetwork(nn.Module):
         self.inverse_prior = InversePrior(
             config.latent_channels, config.latent_grid * config.patch_merge, config.action_width, config.num_domains
         )
-        self.forward_prior = ForwardPrior(
-            config.latent_channels, config.state_width, config.action_width, config.num_domains
+        self.forward_prior = (
+            ForwardPrior(config.latent_channels, config.state_width, config.action_width, config.num_domains)
+            if config.forward_prior
+            else None
         )
         # One input projection for both priors' estimates: their gates are disjoint.
         self.prior_in = DomainLinear(config.num_domains, config.action_width, d)
@@ -243,7 +245,7 @@ class WorldActionNetwork(nn.Module):
         tokens = torch.zeros_like(inputs.frames)
         states = torch.zeros_like(inputs.states)
         gate = torch.zeros(b, t, dtype=torch.bool, device=frame_t.device)
-        if action_t.shape[1] != t - 1:  # windows with several actions per frame: no rollout
+        if self.forward_prior is None or action_t.shape[1] != t - 1:  # no prior, or several actions per frame
             return tokens, states, gate
         steps = t - 1
         follows = (action_t[:, :steps] == 0) & (frame_t[:, 1 : steps + 1] > 0)  # a clean action into a noisy frame
@@ -327,6 +329,8 @@ class WorldActionNetwork(nn.Module):
     def forward_sequence(self, batch: SequenceBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """The forward prior's rollout (grids (B, R, C, h, w), states (B, R, S)) from each sequence's first
         frame through its actions (what its loss trains)."""
+        if self.forward_prior is None:
+            raise ValueError("this network has no forward prior (ModelConfig.forward_prior=False)")
         grids = latent_grids(batch.frames[:, :1], self.config)[:, 0]
         state = batch.states[:, 0] * batch.state_channels
         actions = batch.actions * batch.action_channels[:, None]

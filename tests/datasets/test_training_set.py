@@ -114,8 +114,12 @@ def test_sequences_of_several_actions_stay_inside_their_episode(expert_and_noisy
         np.testing.assert_array_equal(batch.frames[:, k].numpy(), latents[rows + k])
     entry = data.data["point"].entry
     raw_states = np.asarray(episodes.data["observation.state"])
-    np.testing.assert_allclose(batch.states[:, 2, :2].numpy(), entry.state_norm.normalize(raw_states[rows + 2]), rtol=1e-6)
+    np.testing.assert_allclose(
+        batch.states[:, 2, :2].numpy(), entry.state_norm.normalize(raw_states[rows + 2]), rtol=1e-6
+    )
     raw_actions = np.asarray(episodes.data["action"])
-    np.testing.assert_allclose(batch.actions[:, 2, :2].numpy(), entry.action_norm.normalize(raw_actions[rows + 2]), rtol=1e-6)
+    np.testing.assert_allclose(
+        batch.actions[:, 2, :2].numpy(), entry.action_norm.normalize(raw_actions[rows + 2]), rtol=1e-6
+    )
     assert batch.state_channels[:, :2].all() and not batch.state_channels[:, 2:].any()
     assert data.transitions(steps=3) is table and data.transitions() is not table

@@ -20,7 +20,9 @@ POINT = "cosmos_robot/PushBlockPoint-v0"
 class StandStill(MuJoCoOracle):
     """A broken world model: every predicted frame is the observed one, whatever the actions."""
 
-    def forward_dynamics(self, frames, actions, embodiment, states=None, steps=None, seed=0, pixel_residual=None):
+    def forward_dynamics(
+        self, frames, actions, embodiment, states=None, steps=None, seed=0, pixel_residual=None, latents=None
+    ):
         frames, actions = np.asarray(frames), np.asarray(actions)
         b, h = actions.shape[:2]
         held = np.repeat(frames[:, -1:], h, 1)

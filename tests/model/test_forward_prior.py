@@ -57,7 +57,9 @@ def test_trained_prior_moves_a_blob_where_its_action_says():
         optimizer.step()
     position = torch.tensor([3, 3])
     with torch.no_grad():
-        change, state_change = prior(blob_grids(position), position[:, None] / 8.0, torch.tensor([[1.0], [-1.0]]), domain[:2])
+        change, state_change = prior(
+            blob_grids(position), position[:, None] / 8.0, torch.tensor([[1.0], [-1.0]]), domain[:2]
+        )
     after = (blob_grids(position) + change).mean(1)[:, 3]  # (2, 8) row 3
     assert after[0].argmax() == 4 and after[1].argmax() == 2
     torch.testing.assert_close(state_change, torch.tensor([[0.125], [-0.125]]), atol=0.03, rtol=0)

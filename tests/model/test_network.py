@@ -6,16 +6,21 @@ import torch
 
 import cosmos_robot.model.stems as stems
 from cosmos_robot.model.action_prior import PRIOR_CHUNK
-from cosmos_robot.model.config import preset
+from cosmos_robot.model.config import ModelConfig, preset
 from cosmos_robot.model.example_inputs import example_inputs, example_prior_batch, example_transition_batch
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import TrainingModule
 
 
+def tiny_config(forward_prior: bool = True) -> ModelConfig:
+    """The tiny preset, with a forward prior unless told otherwise."""
+    return ModelConfig.from_dict(preset("tiny").to_dict() | {"forward_prior": forward_prior})
+
+
 def perturbed_network(seed: int = 0) -> WorldActionNetwork:
     """A tiny network with its zero-initialised layers made non-zero, so outputs depend on everything."""
     torch.manual_seed(seed)
-    net = WorldActionNetwork(preset("tiny")).eval()
+    net = WorldActionNetwork(tiny_config()).eval()
     with torch.no_grad():
         for p in net.parameters():
             p.add_(torch.randn_like(p) * 0.05)
@@ -252,7 +257,7 @@ def test_forward_dynamics_frames_and_states_start_from_the_forward_priors_rollou
 
 
 def test_untrained_forward_prior_copies_the_frame_and_the_state():
-    net = WorldActionNetwork(preset("tiny"))
+    net = WorldActionNetwork(tiny_config())
     reasoner, gen = fd_window(net.config)
     frames, _, states = net(reasoner, gen).x0
     torch.testing.assert_close(frames, gen.frames[:, :1].expand_as(frames))
@@ -265,11 +270,19 @@ def test_forward_sequence_is_the_priors_rollout_from_the_first_frame():
 
     net = perturbed_network()
     _, gen = example_inputs(net.config, num_frames=5, num_actions=4)
-    batch = SequenceBatch(
-        gen.frames, gen.states, gen.actions, gen.domain, gen.action_channels, gen.state_channels
-    )
+    batch = SequenceBatch(gen.frames, gen.states, gen.actions, gen.domain, gen.action_channels, gen.state_channels)
     grids, states = net.forward_sequence(batch)
     assert grids.shape == (2, 4, net.config.latent_channels, 8, 8) and states.shape == (2, 4, net.config.state_width)
     first = stems.latent_grids(gen.frames[:, :1], net.config)[:, 0]
     change, _ = net.forward_prior(first, gen.states[:, 0] * gen.state_channels, gen.actions[:, 0], gen.domain)
     torch.testing.assert_close(grids[:, 0], first + change)
+
+
+def test_a_network_without_forward_prior_anchors_on_the_clean_frame():
+    # Checkpoints made before the forward prior load and behave as they did.
+    net = WorldActionNetwork(tiny_config(forward_prior=False))
+    assert net.forward_prior is None and not any(k.startswith("forward_prior") for k in net.state_dict())
+    reasoner, gen = fd_window(net.config)
+    paths = net._direct_paths(gen)
+    torch.testing.assert_close(paths.anchor_frames, gen.frames[:, :1].expand_as(gen.frames))
+    assert paths.anchor_states.abs().max() == 0
