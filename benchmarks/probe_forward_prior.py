@@ -1,0 +1,87 @@
+"""The forward prior alone, on a checkpoint's frozen autoencoder, measured with the object metrics.
+
+Trains a fresh forward prior (``--steps`` steps of ``--batch`` rollouts of 4 actions) on the latents
+of ``--data`` encoded by ``--autoencoder``'s autoencoder, writes a checkpoint holding only that
+prior (the MoT is untrained, so the checkpoint is for ``forward_path="prior"`` only), and runs the
+``eval fd`` harness on it: minutes, where a full retrain takes an hour. This is how the numbers in
+docs/results.md ("The forward prior alone") were made.
+
+    .venv/bin/python benchmarks/probe_forward_prior.py --data data/point_* data/arm2_* --steps 800 \\
+        --out out/probe_prior --json out/probe_prior.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from cosmos_robot.checkpoint import Checkpoint, load_autoencoder, save_checkpoint
+from cosmos_robot.datasets.training_set import TrainingSet
+from cosmos_robot.eval.fd_fidelity import evaluate_fd
+from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
+from cosmos_robot.model.config import ModelConfig, preset
+from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
+from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.world_model import WorldActionModel, default_checkpoint_path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", nargs="+", required=True, help="LeRobot datasets (the default recipe's)")
+    parser.add_argument(
+        "--autoencoder", default=str(default_checkpoint_path()), help="checkpoint whose autoencoder to use"
+    )
+    parser.add_argument("--steps", type=int, default=800)
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--episodes", type=int, default=8, help="eval fd episodes per action source")
+    parser.add_argument("--out", required=True, help="checkpoint folder to write")
+    parser.add_argument("--json", required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    config = ModelConfig.from_dict(preset("small").to_dict() | {"forward_prior": True})
+    data = TrainingSet(args.data, config, num_frames=5, seed=0)
+    autoencoder = load_autoencoder(args.autoencoder).requires_grad_(False).eval()
+    data.prepare(autoencoder)
+    torch.manual_seed(1)
+    network = WorldActionNetwork(config)
+    started = time.perf_counter()
+    train_forward_prior(network, data.transitions(steps=ROLLOUT_STEPS), steps=args.steps, batch_size=args.batch)
+    seconds = time.perf_counter() - started
+    held_out = rollout_error(network, data.transitions("val", steps=ROLLOUT_STEPS))
+    window = {"num_frames": 5, "context_frames": 1, "fps": 10.0}
+    save_checkpoint(Checkpoint(network, autoencoder, dict(data.processor.entries), window), args.out, overwrite=True)
+    model = WorldActionModel.from_pretrained(args.out)
+    model.forward_path = "prior"
+    report = {"train_seconds": seconds, "held_out": vars(held_out)}
+    for embodiment in sorted(data.data):
+        result = evaluate_fd(model, embodiment, episodes=args.episodes, progress=False)
+        report[embodiment] = {
+            key: getattr(result, key)
+            for key in (
+                "effector_found",
+                "effector_error_mm",
+                "effector_error_mm_shuffled",
+                "block_error_mm",
+                "state_error",
+                "delta_psnr_shuffled",
+            )
+        } | {"expert_block_error_mm": result.per_source["expert"]["block_error_mm"]}
+        r = report[embodiment]
+        print(
+            f"{embodiment}: effector found h1/h8/h16 {r['effector_found'][0]:.2f}/{r['effector_found'][7]:.2f}/"
+            f"{r['effector_found'][15]:.2f}; expert block error h16 {r['expert_block_error_mm'][15]:.1f} mm; "
+            f"delta_psnr_shuffled {r['delta_psnr_shuffled']:.2f} dB"
+        )
+    Path(args.json).write_text(json.dumps(report, indent=2))
+    print(
+        f"prior trained in {seconds:.0f} s; held-out latent MSE {held_out.latent_mse:.3f} "
+        f"vs copy {held_out.copy_mse:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
