@@ -61,24 +61,26 @@ def _random_actions(embodiment: str, env_id: str, seed0: int) -> DatasetSpec:
     return DatasetSpec(f"{embodiment}_random", env_id, 100, 1.0, seed0 + 30_000, _noisy_task(1.0))
 
 
+DEFAULT_TRAIN: dict[str, Any] = {
+    "preset": "small",
+    "steps": 6000,
+    "batch_size": 16,
+    "lr": 1e-3,
+    "warmup": 200,
+    "mode_mix": (0.3, 0.3, 0.4),
+    "ae_steps": 4000,
+    "ae_batch": 32,
+    "num_frames": 5,
+    "context_frames": 1,
+    "val_every": 500,
+    "checkpoint_every": 250,
+}
+
 RECIPES: dict[str, Recipe] = {
     "default": Recipe(
         datasets=_push_block("point", "cosmos_robot/PushBlockPoint-v0", 0)
         + _push_block("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000),
-        train={
-            "preset": "small",
-            "steps": 6000,
-            "batch_size": 16,
-            "lr": 1e-3,
-            "warmup": 200,
-            "mode_mix": (0.3, 0.3, 0.4),
-            "ae_steps": 4000,
-            "ae_batch": 32,
-            "num_frames": 5,
-            "context_frames": 1,
-            "val_every": 500,
-            "checkpoint_every": 250,
-        },
+        train=DEFAULT_TRAIN,
     ),
     # The candidate next default (issue "the learned env must simulate"): the forward prior, an
     # object-weighted autoencoder and random-action data. Being measured; see docs/results.md.
@@ -87,23 +89,13 @@ RECIPES: dict[str, Recipe] = {
         + (_random_actions("point", "cosmos_robot/PushBlockPoint-v0", 0),)
         + _push_block("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000)
         + (_random_actions("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000),),
-        train={
-            "preset": "small",
+        train=DEFAULT_TRAIN
+        | {
             "steps": 5000,
-            "batch_size": 16,
-            "lr": 1e-3,
-            "warmup": 200,
-            "mode_mix": (0.3, 0.3, 0.4),
-            "ae_steps": 4000,
-            "ae_batch": 32,
             "ae_object_weight": 10.0,
             "forward_steps": 800,
             "forward_batch": 128,
             "model_overrides": {"forward_prior": True},
-            "num_frames": 5,
-            "context_frames": 1,
-            "val_every": 500,
-            "checkpoint_every": 250,
         },
     ),
     # Seconds on CPU: what the tests run.
