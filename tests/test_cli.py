@@ -92,13 +92,16 @@ def test_interrupted_collect_leaves_no_dataset_at_out(tmp_path, sig):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
     deadline = time.time() + 60
     while not any(p.name.startswith(".ds.tmp-") for p in tmp_path.iterdir()):  # writing has begun
         assert time.time() < deadline and proc.poll() is None, "collect never started writing"
         time.sleep(0.05)
     time.sleep(1.0)
-    os.kill(proc.pid, sig)
+    # To the whole process group, as a terminal's Ctrl-C does: a killed parent's helper processes would
+    # otherwise keep the output pipes open (communicate then waits for them, not for the parent).
+    os.killpg(proc.pid, sig)
     proc.communicate(timeout=60)
     assert proc.returncode != 0
     assert not out.exists(), "a half-written dataset was left at --out"
