@@ -89,9 +89,9 @@ def test_interrupted_collect_leaves_no_dataset_at_out(tmp_path, sig):
             "--out",
             str(out),
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        # No pipes: a helper process that outlives a killed parent would hold them open.
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     deadline = time.time() + 60
@@ -102,7 +102,7 @@ def test_interrupted_collect_leaves_no_dataset_at_out(tmp_path, sig):
     # To the whole process group, as a terminal's Ctrl-C does: a killed parent's helper processes would
     # otherwise keep the output pipes open (communicate then waits for them, not for the parent).
     os.killpg(proc.pid, sig)
-    proc.communicate(timeout=60)
+    proc.wait(timeout=60)
     assert proc.returncode != 0
     assert not out.exists(), "a half-written dataset was left at --out"
     leftovers = [p.name for p in tmp_path.iterdir()]
