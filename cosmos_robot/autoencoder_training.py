@@ -16,6 +16,15 @@ from cosmos_robot.metrics import psnr
 from cosmos_robot.model.tokenizers import FrameAutoencoder, float_to_frames, frames_to_float
 
 
+def one_cycle(optimizer: torch.optim.Optimizer, lr: float, steps: int) -> torch.optim.lr_scheduler.OneCycleLR:
+    """The one-cycle schedule of a training phase; its warm-up spans at least two steps (a one-step
+    phase divides by zero)."""
+    total = max(steps, 3)
+    return torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=lr, total_steps=total, pct_start=max(0.05, 2.0 / total)
+    )
+
+
 def object_weights(x: torch.Tensor, object_weight: float) -> torch.Tensor:
     """(N, 1, H, W) loss weights of frames (N, 3, H, W) in [-1, 1]: 1 on the background, plus
     ``object_weight`` per unit of a pixel's largest channel distance from the frame's median colour."""
@@ -50,10 +59,7 @@ def train_autoencoder(
         raise ValueError("frames_nhwc is empty; expected at least one frame")
     rng = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(autoencoder.parameters(), lr=lr, weight_decay=0.0)
-    # One-cycle schedule; its warm-up must span at least two steps (a one-step phase divides by zero).
-    schedule = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=lr, total_steps=max(steps, 3), pct_start=max(0.05, 2.0 / max(steps, 3))
-    )
+    schedule = one_cycle(optimizer, lr, steps)
     autoencoder.train()
     losses = []
     for _ in tqdm(range(steps), desc="autoencoder", disable=not progress):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
+from cosmos_robot.autoencoder_training import one_cycle
 from cosmos_robot.datasets.training_set import TransitionTable
 from cosmos_robot.model.forward_prior import rollout_loss
 from cosmos_robot.model.network import WorldActionNetwork
@@ -75,9 +76,7 @@ def train_forward_prior(
     prior = network.forward_prior
     rng = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(prior.parameters(), lr=lr, weight_decay=0.0)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=lr, total_steps=max(steps, 3), pct_start=max(0.05, 2.0 / max(steps, 3))
-    )
+    schedule = one_cycle(optimizer, lr, steps)
     prior.train()
     losses = []
     bar = tqdm(range(steps), desc="forward prior", disable=not progress)

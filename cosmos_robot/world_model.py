@@ -288,7 +288,7 @@ class WorldActionModel:
         context_pixels = np.asarray(context)
         f = self.future_frames
         state_now = state
-        out_frames, out_states, out_rewards, out_success, out_tokens = [], [], [], [], []
+        out_frames, out_states, out_rewards, out_success = [], [], [], []
         for start in range(0, horizon, f):
             chunk = actions[:, start : start + f]
             n = chunk.shape[1]
@@ -320,7 +320,6 @@ class WorldActionModel:
                 else self._decode(future_tokens)
             )
             out_frames.append(future[:, :n])
-            out_tokens.append(future_tokens[:, :n])
             context_pixels = np.concatenate([context_pixels, future], 1)[:, -self.context_frames :]
             future_states = gen.states[:, self.context_frames :].cpu().numpy()
             pred_states = self.processor.states_out(embodiment, future_states)[:, :n]

@@ -236,7 +236,7 @@ class WorldActionNetwork(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The forward prior rolled out from each clean frame through the clean actions that follow it,
         into the noisy frames they lead to (forward dynamics): (tokens (B, T, GG, Cf), normalised states
-        (B, T, S), gate (B, T)); zeros where the gate is off. Detached: only its own batch trains it.
+        (B, T, S), gate (B, T)); states are zero where the gate is off. Detached: only its own batch trains it.
 
         Action k leads from frame k to frame k + 1 (one action per frame step, as every window here).
         """
@@ -270,9 +270,7 @@ class WorldActionNetwork(nn.Module):
                 rolled_states.append(state)
         tokens[rows] = grid_tokens(torch.stack(rolled_grids, 1), self.config).to(tokens.dtype)
         states[rows] = torch.stack(rolled_states, 1).to(states.dtype)
-        off = ~gate
-        tokens[off] = 0.0
-        states[off] = 0.0
+        states[~gate] = 0.0  # the heads add the state base unconditionally; frame anchors pick by the gate
         return tokens, states, gate
 
     def _inverse_actions(
