@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 
 from cosmos_robot.metrics import psnr
 from cosmos_robot.model.tokenizers import FrameAutoencoder, float_to_frames, frames_to_float
+from cosmos_robot.phase_checkpoint import LoopState, PhaseSaver
 
 
 def one_cycle(optimizer: torch.optim.Optimizer, lr: float, steps: int) -> torch.optim.lr_scheduler.OneCycleLR:
@@ -52,17 +53,21 @@ def train_autoencoder(
     seed: int = 0,
     progress: bool = True,
     object_weight: float = 0.0,
+    saver: PhaseSaver | None = None,
 ) -> list[float]:
     """Train on uint8 frames (N, H, W, 3) with L1 + MSE weighted by :func:`object_weights`; returns the
-    loss per step."""
+    loss per step. ``saver`` checkpoints the loop (and resumes it from ``saver.resume_from``)."""
     if len(frames_nhwc) == 0:
         raise ValueError("frames_nhwc is empty; expected at least one frame")
     rng = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(autoencoder.parameters(), lr=lr, weight_decay=0.0)
     schedule = one_cycle(optimizer, lr, steps)
+    loop = LoopState()
+    if saver is not None and saver.resume_from is not None:
+        loop = LoopState.restore(saver.resume_from, autoencoder, optimizer, schedule, rng)
     autoencoder.train()
-    losses = []
-    for _ in tqdm(range(steps), desc="autoencoder", disable=not progress):
+    losses = loop.losses
+    for step in tqdm(range(loop.step, steps), initial=loop.step, total=steps, desc="autoencoder", disable=not progress):
         idx = torch.randint(len(frames_nhwc), (min(batch_size, len(frames_nhwc)),), generator=rng)
         x = frames_to_float(frames_nhwc[idx])
         recon = autoencoder(x)
@@ -74,5 +79,7 @@ def train_autoencoder(
         optimizer.step()
         schedule.step()
         losses.append(loss.item())
+        if saver is not None and saver.due(step + 1, steps):
+            saver.save(LoopState.capture(autoencoder, optimizer, schedule, rng, step + 1, losses))
     autoencoder.eval()
     return losses

@@ -16,6 +16,7 @@ from cosmos_robot.datasets.training_set import TransitionTable
 from cosmos_robot.model.forward_prior import rollout_loss
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.stems import latent_grids
+from cosmos_robot.phase_checkpoint import LoopState, PhaseSaver
 
 
 @dataclass
@@ -59,6 +60,7 @@ def train_forward_prior(
     lr: float = 2e-3,
     seed: int = 0,
     progress: bool = True,
+    saver: PhaseSaver | None = None,
 ) -> list[float]:
     """Train ``network.forward_prior`` on rollouts of ``table``'s sequences; returns the loss per step.
 
@@ -70,6 +72,7 @@ def train_forward_prior(
         lr: peak learning rate (one-cycle schedule).
         seed: seeds the batches.
         progress: show a progress bar.
+        saver: checkpoints the loop (and resumes it from ``saver.resume_from``).
     """
     if steps < 1:
         raise ValueError(f"steps={steps!r}; expected a positive integer")
@@ -77,10 +80,13 @@ def train_forward_prior(
     rng = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(prior.parameters(), lr=lr, weight_decay=0.0)
     schedule = one_cycle(optimizer, lr, steps)
+    loop = LoopState()
+    if saver is not None and saver.resume_from is not None:
+        loop = LoopState.restore(saver.resume_from, prior, optimizer, schedule, rng)
     prior.train()
-    losses = []
-    bar = tqdm(range(steps), desc="forward prior", disable=not progress)
-    for _ in bar:
+    losses = loop.losses
+    bar = tqdm(range(loop.step, steps), initial=loop.step, total=steps, desc="forward prior", disable=not progress)
+    for step in bar:
         batch = table.take_sequences(torch.randint(len(table), (batch_size,), generator=rng))
         grids, states = network.forward_sequence(batch)
         targets = latent_grids(batch.frames, network.config)
@@ -93,6 +99,8 @@ def train_forward_prior(
         losses.append(loss.item())
         if len(losses) % 50 == 0:
             bar.set_postfix(loss=f"{sum(losses[-50:]) / 50:.4f}")
+        if saver is not None and saver.due(step + 1, steps):
+            saver.save(LoopState.capture(prior, optimizer, schedule, rng, step + 1, losses))
     # No gradient may outlive this phase: a stale one would count in the MoT's gradient-norm clip.
     optimizer.zero_grad(set_to_none=True)
     prior.eval()

@@ -1,8 +1,10 @@
-"""Training: the frame autoencoder first (then frozen), then the MoT on mixed modes and embodiments.
+"""Training: the frame autoencoder first (then frozen), the forward prior (then frozen), then the MoT
+on mixed modes and embodiments.
 
 One seeded ``torch.Generator`` drives everything after set-up (batches, modes, instruction dropout,
 noise), and its state is saved with every checkpoint, so ``resume=True`` continues with exactly
-the losses an uninterrupted run would have produced. Under ``torchrun`` every rank draws the global
+the losses an uninterrupted run would have produced. The two phases before the MoT save their own
+loop state (``phase_checkpoint``), so a run killed in any phase resumes there. Under ``torchrun`` every rank draws the global
 batch and keeps its slice; DDP's gradient average then equals the single-process gradient.
 """
 
@@ -38,6 +40,7 @@ from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, TrainingModule, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 from cosmos_robot.model.tokenizers import FrameAutoencoder
+from cosmos_robot.phase_checkpoint import PhaseSaver, has_phase, load_phase, save_phase
 
 MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
 
@@ -78,7 +81,8 @@ class TrainConfig:
         autoencoder: a checkpoint folder whose trained autoencoder (and token statistics) to reuse
             instead of training one (``ae_steps`` is then ignored); saves minutes per experiment.
         val_every: held-out loss every N steps (0: never).
-        checkpoint_every: checkpoint every N steps (and at the end).
+        checkpoint_every: checkpoint every N steps (and at the end); the phases before the world model
+            (autoencoder, forward prior) save their loop state every N of their own steps.
         seed: seeds everything.
         threads: torch threads (per process).
     """
@@ -170,10 +174,11 @@ class Trainer:
     """Holds the run's state; :meth:`run` trains to ``config.steps``."""
 
     def __init__(self, config: TrainConfig, resume: bool = False, progress: bool = True) -> None:
-        if resume and not (Path(config.out) / "training" / "trainer.json").is_file():
+        resume_world_model = resume and (Path(config.out) / "training" / "trainer.json").is_file()
+        if resume and not resume_world_model and not has_phase(config.out):
             raise FileNotFoundError(
                 f"resume=True but out={config.out!r} holds no training checkpoint to resume from (nothing was "
-                "saved yet: the first checkpoint comes after checkpoint_every steps of the world model); "
+                "saved yet: the first save comes after checkpoint_every steps of the autoencoder); "
                 "run without --resume to start fresh"
             )
         self.config = config
@@ -192,13 +197,18 @@ class Trainer:
         )
         model_config = config.model_config()
         self.data = TrainingSet(config.datasets, model_config, config.num_frames, seed=config.seed)
-        previous = load_checkpoint(config.out, with_training=True) if resume else None
+        previous = load_checkpoint(config.out, with_training=True) if resume_world_model else None
+        # Killed before the world model's first checkpoint: the phase that was running continues.
+        phase = load_phase(config.out) if resume and not resume_world_model else None
 
         torch.manual_seed(config.seed)
         self.autoencoder = FrameAutoencoder(model_config.latent_channels, model_config.patch_merge)
         if previous is not None:
             self.autoencoder.load_state_dict(previous.autoencoder.state_dict())
             self.ae_psnr = previous.training["ae_psnr"]
+        elif phase is not None and phase["phase"] == "forward_prior":
+            self.autoencoder.load_state_dict(phase["autoencoder"])
+            self.ae_psnr = float(phase["ae_psnr"])
         elif config.autoencoder is not None:
             self.autoencoder.load_state_dict(load_autoencoder(config.autoencoder).state_dict())
             self.ae_psnr = reconstruction_psnr(self.autoencoder, self.data.frames("val")[:2048])
@@ -212,6 +222,11 @@ class Trainer:
                 object_weight=config.ae_object_weight,
                 seed=config.seed,
                 progress=progress and self.rank == 0,
+                saver=PhaseSaver(
+                    lambda loop: self._save_phase({"phase": "autoencoder", "loop": loop}),
+                    config.checkpoint_every,
+                    phase["loop"] if phase is not None else None,
+                ),
             )
             # Measured on held-out frames: a reconstruction score on training frames flatters it.
             self.ae_psnr = reconstruction_psnr(self.autoencoder, self.data.frames("val")[:2048])
@@ -231,7 +246,21 @@ class Trainer:
             )
         if previous is None and config.forward_steps:
             # Every rank trains the same prior from the same seed: no communication needed.
-            started = time.perf_counter()
+            resumed = phase is not None and phase["phase"] == "forward_prior"
+            started = time.perf_counter() - (float(phase["seconds"]) if resumed else 0.0)
+
+            def save_prior(loop: dict[str, Any]) -> None:
+                # The finished autoencoder travels with the prior's state: resuming skips its phase.
+                self._save_phase(
+                    {
+                        "phase": "forward_prior",
+                        "loop": loop,
+                        "autoencoder": self.autoencoder.state_dict(),
+                        "ae_psnr": float(self.ae_psnr),
+                        "seconds": time.perf_counter() - started,
+                    }
+                )
+
             train_forward_prior(
                 self.network,
                 self.data.transitions(steps=ROLLOUT_STEPS),
@@ -239,6 +268,7 @@ class Trainer:
                 batch_size=config.forward_batch,
                 seed=config.seed + 3,
                 progress=progress and self.rank == 0,
+                saver=PhaseSaver(save_prior, config.checkpoint_every, phase["loop"] if resumed else None),
             )
             error = rollout_error(self.network, self.data.transitions("val", steps=ROLLOUT_STEPS))
             self.forward_prior = asdict(error) | {"seconds": time.perf_counter() - started}
@@ -303,6 +333,10 @@ class Trainer:
                 tensors[f"optim.{index}.{name}"] = torch.as_tensor(value).cpu()
         tensors["rng.generator"] = self.rng.get_state()
         return tensors
+
+    def _save_phase(self, state: dict[str, Any]) -> None:
+        if self.rank == 0:
+            save_phase(self.config.out, state)
 
     def save(self) -> None:
         """Write the checkpoint (rank 0 only)."""

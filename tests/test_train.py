@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +13,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+import cosmos_robot.train as train_module
 from cosmos_robot.checkpoint import load_checkpoint
 from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.phase_checkpoint import load_phase
 from cosmos_robot.train import TrainConfig, Trainer, export_inference, learning_rate
 from tests.conftest import smoke_config
 
@@ -44,6 +48,105 @@ def test_resume_continues_with_the_same_losses(smoke_data, tmp_path):
     b = load_file(str(tmp_path / "b" / "model.safetensors"))
     for key in a:
         torch.testing.assert_close(a[key], b[key], atol=0, rtol=0)
+
+
+class SimulatedKillError(Exception):
+    """Stands for the process dying right after a phase checkpoint was written."""
+
+
+@pytest.mark.parametrize("phase", ["autoencoder", "forward_prior"])
+def test_resume_inside_a_phase_matches_an_uninterrupted_run(smoke_data, tmp_path, monkeypatch, phase):
+    changes = {"steps": 4, "ae_steps": 10, "forward_steps": 10, "checkpoint_every": 5, "val_every": 0}
+    uninterrupted = Trainer(smoke_config(smoke_data, tmp_path / "a", **changes), progress=False)
+    uninterrupted.run()
+
+    save_phase = train_module.save_phase
+
+    def save_then_die(out, state):
+        save_phase(out, state)
+        if state["phase"] == phase:
+            raise SimulatedKillError
+
+    monkeypatch.setattr(train_module, "save_phase", save_then_die)
+    config = smoke_config(smoke_data, tmp_path / "b", **changes)
+    with pytest.raises(SimulatedKillError):
+        Trainer(config, progress=False)
+    monkeypatch.undo()
+    saved = load_phase(tmp_path / "b")
+    assert saved["phase"] == phase and saved["loop"]["step"] == 5
+    assert not (tmp_path / "b" / "model.safetensors").exists()
+
+    resumed = Trainer(config, resume=True, progress=False)
+    resumed.run()
+    assert load_phase(tmp_path / "b") is None  # the world model's checkpoint replaced the phase state
+    assert [h["loss"] for h in resumed.history] == [h["loss"] for h in uninterrupted.history]
+    for name in ("model.safetensors", "autoencoder.safetensors"):
+        a = load_file(str(tmp_path / "a" / name))
+        b = load_file(str(tmp_path / "b" / name))
+        for key in a:
+            torch.testing.assert_close(a[key], b[key], atol=0, rtol=0)
+
+
+# Trains the smoke recipe in a child process that SIGKILLs itself at a chosen point.
+KILL_AT = """
+import json, os, signal, sys
+import cosmos_robot.checkpoint as checkpoint
+import cosmos_robot.train as train
+from tests.conftest import smoke_config
+
+point, datasets, out, changes = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+die = lambda: os.kill(os.getpid(), signal.SIGKILL)
+if point in ("autoencoder", "forward_prior"):  # right after the phase's first save
+    save_phase = train.save_phase
+    def patched(o, state):
+        save_phase(o, state)
+        if state["phase"] == point:
+            die()
+    train.save_phase = patched
+elif point == "world_model":  # right after the first checkpoint
+    save = train.Trainer.save
+    train.Trainer.save = lambda self: (save(self), die())
+else:  # in the middle of writing the second checkpoint (3 files per checkpoint)
+    save_file, calls = checkpoint.save_file, []
+    def patched(tensors, path):
+        calls.append(path)
+        if len(calls) == 5:
+            die()
+        save_file(tensors, path)
+    checkpoint.save_file = patched
+train.train(smoke_config(datasets, out, **changes), progress=False)
+"""
+KILL_CHANGES = {"steps": 8, "ae_steps": 10, "forward_steps": 10, "checkpoint_every": 4, "val_every": 0}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_smoke_run(smoke_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("uninterrupted") / "ck"
+    Trainer(smoke_config(smoke_data, out, **KILL_CHANGES), progress=False).run()
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["autoencoder", "forward_prior", "world_model", "checkpoint_write"])
+def test_sigkill_anywhere_in_training_then_resume_equals_an_uninterrupted_run(
+    smoke_data, uninterrupted_smoke_run, tmp_path, point
+):
+    out = tmp_path / "ck"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_AT, point, json.dumps(list(smoke_data)), str(out), json.dumps(KILL_CHANGES)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    Trainer(smoke_config(smoke_data, out, **KILL_CHANGES), resume=True, progress=False).run()
+    assert [p.name for p in tmp_path.iterdir()] == ["ck"], "a killed run left something beside the checkpoint"
+    for name in ("model.safetensors", "autoencoder.safetensors", "training/state.safetensors"):
+        a, b = load_file(str(uninterrupted_smoke_run / name)), load_file(str(out / name))
+        assert a.keys() == b.keys()
+        for key in a:
+            torch.testing.assert_close(a[key], b[key], atol=0, rtol=0)
 
 
 def test_resume_without_a_checkpoint_is_a_clear_error(smoke_data, tmp_path):
