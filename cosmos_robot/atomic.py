@@ -24,7 +24,8 @@ def check_output_path(out: str | os.PathLike, overwrite: bool, field: str = "out
 OWNER_FILE = ".owner_pid"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (ours or another user's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -47,7 +48,7 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
             pid = int(owner.read_text())
         except (OSError, ValueError):
             continue  # not ours, or being created this instant: leave it
-        if pid != os.getpid() and not _alive(pid):
+        if pid != os.getpid() and not process_alive(pid):
             shutil.rmtree(staging, ignore_errors=True)
             print(f"removed {staging}: the unfinished output of an earlier run that was killed", file=sys.stderr)
             removed.append(staging)

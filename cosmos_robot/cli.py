@@ -39,7 +39,8 @@ def _add_collect(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--images", action="store_true", help="store lossless PNG frames instead of mp4 video")
     p.add_argument("--task", help="task string stored with every frame (default: the env's own)")
     p.add_argument("--out", required=True, help="dataset folder to create (refused if it exists)")
-    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.add_argument("--overwrite", action="store_true", help="replace --out (and a stopped run's episodes) if there")
+    p.add_argument("--resume", action="store_true", help="continue a stopped run from its last complete episode")
     p.add_argument("--json", help="also write the summary as JSON to this path")
     p.set_defaults(run=_run_collect)
 
@@ -58,6 +59,8 @@ def _run_collect(args: argparse.Namespace) -> None:
         height=args.height,
         video=not args.images,
         overwrite=args.overwrite,
+        task=args.task,
+        resume=args.resume,
     )
     if args.json:
         Path(args.json).write_text(json.dumps(summary_dict(summary), indent=2))
@@ -420,7 +423,8 @@ def _add_label(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stride", type=int, default=1, help="frames between window starts")
     p.add_argument("--denoising-steps", type=int, default=10, help="denoising steps")
     p.add_argument("--task", help="task string written with every frame")
-    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.add_argument("--overwrite", action="store_true", help="replace --out (and a stopped run's episodes) if there")
+    p.add_argument("--resume", action="store_true", help="continue a stopped run from its last complete episode")
     p.set_defaults(run=_run_label)
 
 
@@ -437,6 +441,7 @@ def _run_label(args: argparse.Namespace) -> None:
         steps=args.denoising_steps,
         task=args.task,
         overwrite=args.overwrite,
+        resume=args.resume,
     )
     print(f"labeled {args.input} with {args.embodiment} actions; wrote {out}")
 

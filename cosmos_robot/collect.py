@@ -13,6 +13,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from cosmos_robot.atomic import check_output_path
+from cosmos_robot.datasets.episode_spool import EpisodeSpool
 from cosmos_robot.datasets.lerobot_io import LeRobotWriter
 from cosmos_robot.envs import STOCK_TASKS, embodiment_of
 from cosmos_robot.envs.gym_adapter import make_env
@@ -107,6 +108,7 @@ def collect(
     overwrite: bool = False,
     progress: bool = True,
     task: str | None = None,
+    resume: bool = False,
 ) -> CollectSummary:
     """Roll out a scripted policy in ``env_id`` and write a LeRobot v3 dataset at ``out``.
 
@@ -126,6 +128,8 @@ def collect(
         overwrite: replace an existing ``out``.
         progress: show a progress bar.
         task: the task string stored with every frame; None uses the env's own task.
+        resume: continue a stopped run with the same arguments from its last complete episode
+            (finished episodes wait in ``.<out>.episodes/`` until the dataset is written).
     """
     if not isinstance(episodes, int) or episodes <= 0:
         raise ValueError(f"episodes={episodes!r}; expected a positive integer")
@@ -148,7 +152,16 @@ def collect(
         }
         fps = int(env.metadata.get("render_fps") or round(1.0 / env.unwrapped.dt))
         started = time.perf_counter()
-        frames, successes = 0, []
+        settings = meta | {"task": task or task_of(env), "video": video}
+        spool = EpisodeSpool(out, settings, resume=resume, overwrite=overwrite)
+        first = spool.count()
+        rollouts = range(first, episodes)
+        bar = tqdm(rollouts, initial=first, total=episodes, desc=f"collect {env_id}", unit="ep", disable=not progress)
+        for k in bar:
+            episode_frames, success = _rollout_episode(env, actor, seed + k, settings["task"])
+            spool.add(k, episode_frames, {"success": success})
+        successes, frames = [], 0
+        # Written from the spool, resumed or not: an interrupted run's dataset is an uninterrupted one's.
         with LeRobotWriter(
             out,
             fps=fps,
@@ -158,12 +171,14 @@ def collect(
             overwrite=overwrite,
             video=video,
         ) as writer:
-            bar = tqdm(range(episodes), desc=f"collect {env_id}", unit="ep", disable=not progress)
-            for k in bar:
-                success, length = _rollout_episode(env, actor, writer, seed + k, task or task_of(env))
-                successes.append(success)
-                frames += length
-                bar.set_postfix(frames=frames, success=f"{np.mean(successes):.2f}")
+            for k in tqdm(range(episodes), desc=f"write {Path(out).name}", unit="ep", disable=not progress):
+                episode_frames, info = spool.read(k)
+                for frame in episode_frames:
+                    writer.add_frame(frame)
+                writer.save_episode()
+                successes.append(bool(info["success"]))
+                frames += len(episode_frames)
+        spool.remove()
         seconds = time.perf_counter() - started
     finally:
         env.close()
@@ -179,16 +194,15 @@ def collect(
     )
 
 
-def _rollout_episode(
-    env: gym.Env, actor: ScriptedExpert, writer: LeRobotWriter, seed: int, task: str
-) -> tuple[bool, int]:
-    """Run one episode and add every step to ``writer``; returns (success, length)."""
+def _rollout_episode(env: gym.Env, actor: ScriptedExpert, seed: int, task: str) -> tuple[list[dict[str, Any]], bool]:
+    """Run one episode; returns (its frames as the dataset stores them, success)."""
     actor.reset(seed=seed)
     base = env.unwrapped
     # The block and goal at each observation (PushBlock), for datasets that keep the environment state.
     env_state = (lambda: {OBS_ENV_STATE: base.environment_state()}) if hasattr(base, "environment_state") else None
     episode = run_episode(env, actor.act, seed, before_step=env_state)
     camera_key = OBS_IMAGES_PREFIX + DEFAULT_CAMERA
+    frames = []
     for t in range(episode.length):
         obs, action, info = episode.observations[t], episode.actions[t], episode.infos[t + 1]
         frame = {camera_key: obs[PIXELS], OBS_STATE: obs[AGENT_POS], ACTION: action, "task": task}
@@ -197,9 +211,8 @@ def _rollout_episode(
         frame[REWARD] = np.array([episode.rewards[t]], dtype=np.float32)
         frame[SUCCESS] = np.array([bool(info["is_success"])])
         frame[DONE] = np.array([done])
-        writer.add_frame(frame)
-    writer.save_episode()
-    return episode.success, episode.length
+        frames.append(frame)
+    return frames, episode.success
 
 
 def summary_dict(summary: CollectSummary) -> dict[str, Any]:

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from cosmos_robot.atomic import check_output_path
+from cosmos_robot.datasets.episode_spool import EpisodeSpool
 from cosmos_robot.datasets.lerobot_io import LeRobotWriter
 from cosmos_robot.datasets.video_io import match_fps, read_video, to_model_size
 from cosmos_robot.interface import WorldModel
@@ -109,6 +111,7 @@ def label(
     latent_reference: str | None = None,
     overwrite: bool = False,
     progress: bool = True,
+    resume: bool = False,
 ) -> Path:
     """Label ``source`` with ``checkpoint``'s inverse dynamics and write a new LeRobot dataset at ``out``.
 
@@ -126,6 +129,8 @@ def label(
             the shared space (default: the model's first).
         overwrite: replace an existing ``out``.
         progress: show a progress bar.
+        resume: continue a stopped run with the same arguments from its last complete clip (finished
+            clips wait in ``.<out>.episodes/`` until the dataset is written).
     """
     model = load_world_model(checkpoint)
     if not isinstance(stride, int) or not 1 <= stride < model.num_frames:
@@ -141,6 +146,7 @@ def label(
         raise ValueError(f"embodiment={embodiment!r} is unknown; expected one of {model.embodiments} or 'latent'")
     else:
         reference = embodiment
+    check_output_path(out, overwrite)
     clips, source_fps = read_clips(source, model.fps, model.image_size, fps=fps, task=task)
     for clip in clips:
         if len(clip.frames) < model.num_frames:
@@ -174,6 +180,32 @@ def label(
         "steps": steps,
         "clips": [c.name for c in clips],
     }
+    spool = EpisodeSpool(out, meta | {"seed": seed, "task": task}, resume=resume, overwrite=overwrite)
+    for index in tqdm(range(spool.count(), len(clips)), initial=spool.count(), total=len(clips), desc="label",
+                      disable=not progress):  # fmt: skip
+        clip = clips[index]
+        actions, spread = model.inverse_dynamics(
+            clip.frames,
+            reference,
+            steps=steps,
+            seed=seed,
+            return_spread=True,
+            stride=stride,
+            normalized=embodiment == LATENT,
+        )
+        actions = np.concatenate([actions[0], actions[0, -1:]])  # the last frame holds the last command
+        spread = np.concatenate([spread[0], spread[0, -1:]])
+        frames = [
+            {
+                f"{OBS_IMAGES_PREFIX}{DEFAULT_CAMERA}": frame,
+                ACTION: actions[i].astype(np.float32),
+                SPREAD: spread[i].astype(np.float32),
+                "task": clip.task,
+            }
+            for i, frame in enumerate(clip.frames)
+        ]
+        spool.add(index, frames)
+    # Written from the spool, resumed or not: an interrupted run's dataset is an uninterrupted one's.
     with LeRobotWriter(
         out,
         fps=int(round(model.fps)),
@@ -183,28 +215,11 @@ def label(
         overwrite=overwrite,
         video=True,
     ) as writer:
-        for clip in tqdm(clips, desc="label", disable=not progress):
-            actions, spread = model.inverse_dynamics(
-                clip.frames,
-                reference,
-                steps=steps,
-                seed=seed,
-                return_spread=True,
-                stride=stride,
-                normalized=embodiment == LATENT,
-            )
-            actions = np.concatenate([actions[0], actions[0, -1:]])  # the last frame holds the last command
-            spread = np.concatenate([spread[0], spread[0, -1:]])
-            for i, frame in enumerate(clip.frames):
-                writer.add_frame(
-                    {
-                        f"{OBS_IMAGES_PREFIX}{DEFAULT_CAMERA}": frame,
-                        ACTION: actions[i].astype(np.float32),
-                        SPREAD: spread[i].astype(np.float32),
-                        "task": clip.task,
-                    }
-                )
+        for index in range(len(clips)):
+            for frame in spool.read(index)[0]:
+                writer.add_frame(frame)
             writer.save_episode()
+    spool.remove()
     return out
 
 

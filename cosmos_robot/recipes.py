@@ -144,6 +144,7 @@ def prepare_data(recipe: Recipe, data_dir: str | Path, progress: bool = True) ->
                 overwrite=path.exists(),
                 progress=progress,
                 task=spec.task,
+                resume=True,  # a killed run's complete episodes are kept
             )
         paths.append(str(path))
     return paths

@@ -4,8 +4,9 @@ on mixed modes and embodiments.
 One seeded ``torch.Generator`` drives everything after set-up (batches, modes, instruction dropout,
 noise), and its state is saved with every checkpoint, so ``resume=True`` continues with exactly
 the losses an uninterrupted run would have produced. The two phases before the MoT save their own
-loop state (``phase_checkpoint``), so a run killed in any phase resumes there. Under ``torchrun`` every rank draws the global
-batch and keeps its slice; DDP's gradient average then equals the single-process gradient.
+loop state (``phase_checkpoint``), so a run killed in any phase resumes there. Under ``torchrun``
+every rank draws the global batch and keeps its slice; DDP's gradient average then equals the
+single-process gradient.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import pytest
 
 from cosmos_robot.cli import main
 from cosmos_robot.datasets.lerobot_io import load_lerobot
+from tests.test_collect import assert_same_dataset
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -72,47 +73,38 @@ def test_collect_prints_a_summary_and_writes_a_dataset(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
-def test_interrupted_collect_leaves_no_dataset_at_out(tmp_path, sig):
-    out = tmp_path / "ds"
+def test_interrupted_collect_resumes_from_its_last_complete_episode(tmp_path, sig):
+    out, spool = tmp_path / "ds", tmp_path / ".ds.episodes"
+    args = ["collect", "--env", "cosmos_robot/PushBlockPoint-v0", "--episodes", "40", "--noise", "0.5"]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cosmos_robot.cli",
-            "collect",
-            "--env",
-            "cosmos_robot/PushBlockPoint-v0",
-            "--episodes",
-            "500",
-            "--noise",
-            "0.5",
-            "--out",
-            str(out),
-        ],
+        [sys.executable, "-m", "cosmos_robot.cli", *args, "--out", str(out)],
         # No pipes: a helper process that outlives a killed parent would hold them open.
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     deadline = time.time() + 60
-    while not any(p.name.startswith(".ds.tmp-") for p in tmp_path.iterdir()):  # writing has begun
-        assert time.time() < deadline and proc.poll() is None, "collect never started writing"
-        time.sleep(0.05)
-    time.sleep(1.0)
+    while len(list(spool.glob("episode_*.npz"))) < 2:  # two episodes are complete
+        assert time.time() < deadline and proc.poll() is None, "collect never kept an episode"
+        time.sleep(0.02)
     # To the whole process group, as a terminal's Ctrl-C does: a killed parent's helper processes would
     # otherwise keep the output pipes open (communicate then waits for them, not for the parent).
     os.killpg(proc.pid, sig)
     proc.wait(timeout=60)
     assert proc.returncode != 0
     assert not out.exists(), "a half-written dataset was left at --out"
-    leftovers = [p.name for p in tmp_path.iterdir()]
-    if sig != signal.SIGKILL:  # a clean unwind also removes the staging folder
-        assert leftovers == []
-    else:  # a kill cannot unwind: the next run finds the leftover, says so in one line, and removes it
-        rerun = run_cli("collect", "--env", "cosmos_robot/PushBlockPoint-v0", "--episodes", "1", "--out", str(out))
-        assert rerun.returncode == 0, rerun.stderr
-        assert "unfinished output of an earlier run that was killed" in rerun.stderr
-        assert [p.name for p in tmp_path.iterdir()] == ["ds"]
+    assert [p.name for p in tmp_path.iterdir()] == [".ds.episodes"]  # whole episodes only, hidden
+
+    refused = run_cli(*args, "--out", str(out))
+    assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "complete episodes" in refused.stderr and "--resume" in refused.stderr
+    resumed = run_cli(*args, "--out", str(out), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["ds"]
+    assert load_lerobot(out).meta.total_episodes == 40
+    assert run_cli(*args, "--out", str(tmp_path / "whole")).returncode == 0
+    assert_same_dataset(tmp_path / "whole", out)
 
 
 @pytest.mark.slow

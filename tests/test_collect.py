@@ -91,19 +91,78 @@ def test_bad_arguments_are_rejected(tmp_path, kwargs, field):
     assert not (tmp_path / "x").exists()
 
 
-def test_an_exception_mid_collection_leaves_nothing(tmp_path, monkeypatch):
+def assert_same_dataset(a, b) -> None:
+    x, y = read_lerobot(a), read_lerobot(b)
+    assert sorted(x.data) == sorted(y.data) and x.meta == y.meta and x.tasks == y.tasks
+    np.testing.assert_array_equal(x.episode_ends, y.episode_ends)
+    for key in x.data:
+        np.testing.assert_array_equal(x.data[key], y.data[key], err_msg=key)
+
+
+POINT = "cosmos_robot/PushBlockPoint-v0"
+
+
+def test_an_interrupted_collection_keeps_its_episodes_and_resumes_to_the_same_dataset(tmp_path, monkeypatch):
     import cosmos_robot.collect as collect_module
 
+    collect(POINT, 3, tmp_path / "whole", noise=0.3, progress=False)
     calls = {"n": 0}
     original = collect_module._rollout_episode
 
-    def failing(*args, **kwargs):
+    def counted(*args, **kwargs):
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == 3:
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(collect_module, "_rollout_episode", failing)
+    monkeypatch.setattr(collect_module, "_rollout_episode", counted)
     with pytest.raises(KeyboardInterrupt):
-        collect("cosmos_robot/PushBlockPoint-v0", 3, tmp_path / "ds", progress=False)
-    assert list(tmp_path.iterdir()) == []
+        collect(POINT, 3, tmp_path / "ds", noise=0.3, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ds.episodes", "whole"]  # 2 episodes kept, no dataset
+
+    with pytest.raises(FileExistsError, match="left 2 complete episodes.*--resume.*--overwrite"):
+        collect(POINT, 3, tmp_path / "ds", noise=0.3, progress=False)
+    with pytest.raises(ValueError, match="resume: noise=0.5 but the stopped run used 0.3"):
+        collect(POINT, 3, tmp_path / "ds", noise=0.5, progress=False, resume=True)
+    calls["n"] = 10
+    collect(POINT, 3, tmp_path / "ds", noise=0.3, progress=False, resume=True)
+    assert calls["n"] == 11, "resume rolled out more than the missing episode"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "whole"]
+    assert_same_dataset(tmp_path / "whole", tmp_path / "ds")
+
+
+def test_a_kill_while_writing_the_dataset_resumes_from_the_kept_episodes(tmp_path, monkeypatch):
+    from cosmos_robot.datasets.lerobot_io import LeRobotWriter
+
+    collect(POINT, 2, tmp_path / "whole", progress=False)
+    original = LeRobotWriter.save_episode
+
+    def dies_on_second(self):
+        if self.dataset.meta.total_episodes == 1:
+            raise KeyboardInterrupt
+        original(self)
+
+    monkeypatch.setattr(LeRobotWriter, "save_episode", dies_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        collect(POINT, 2, tmp_path / "ds", progress=False)
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ds.episodes", "whole"]
+    collect(POINT, 2, tmp_path / "ds", progress=False, resume=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "whole"]
+    assert_same_dataset(tmp_path / "whole", tmp_path / "ds")
+
+
+def test_overwrite_discards_a_stopped_runs_episodes(tmp_path, monkeypatch, capsys):
+    import cosmos_robot.collect as collect_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(collect_module, "_rollout_episode", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        collect(POINT, 2, tmp_path / "ds", progress=False)
+    monkeypatch.undo()
+    assert [p.name for p in tmp_path.iterdir()] == [".ds.episodes"]
+    collect(POINT, 1, tmp_path / "ds", progress=False, overwrite=True)
+    assert "0 episodes of an earlier run that was stopped" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["ds"]

@@ -130,21 +130,29 @@ def test_bad_inputs(model, tmp_path):
         label(odd, model, "point", odd / "labeled", progress=False)
 
 
-def test_an_interrupted_run_leaves_nothing(model, videos, tmp_path, monkeypatch):
+def test_an_interrupted_run_keeps_its_clips_and_resumes_to_the_same_dataset(model, videos, tmp_path, monkeypatch):
+    whole = label(videos, model, "point", tmp_path / "whole", steps=1, progress=False)
     calls = {"n": 0}
     real = model.inverse_dynamics
 
-    def fail_on_second(*args, **kwargs):
+    def counted(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 2:
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(model, "inverse_dynamics", fail_on_second)
+    monkeypatch.setattr(model, "inverse_dynamics", counted)
     with pytest.raises(KeyboardInterrupt):
         label(videos, model, "point", tmp_path / "partial", steps=1, progress=False)
-    assert not (tmp_path / "partial").exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".partial")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".partial.episodes", "whole"]  # clip 1 kept
+    with pytest.raises(ValueError, match="resume: steps=2 but the stopped run used 1"):
+        label(videos, model, "point", tmp_path / "partial", steps=2, progress=False, resume=True)
+    label(videos, model, "point", tmp_path / "partial", steps=1, progress=False, resume=True)
+    assert calls["n"] == 3, "resume labeled more than the missing clip"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["partial", "whole"]
+    a, b = read_lerobot(whole), read_lerobot(tmp_path / "partial")
+    for key in a.data:
+        np.testing.assert_array_equal(a.data[key], b.data[key], err_msg=key)
 
 
 def test_latent_labels_and_the_fitted_decoder(model, videos, tmp_path):
