@@ -7,7 +7,9 @@ so a request from that frame restores the state and steps MuJoCo with the given 
 ``eval fd`` or ``eval rank`` it must find every object at 0 mm, lose PSNR with shuffled actions, and
 rank policies exactly as MuJoCo does; a harness that does not say so is broken.
 
-It predicts forward dynamics only: inverse dynamics and the policy are errors.
+It predicts forward dynamics only: inverse dynamics and the policy are errors. Its sibling
+:class:`TrueActionLabels` is the labeling oracle (the recorded actions as labels), and
+:class:`MeanActionLabels` a labeler broken on purpose.
 """
 
 from __future__ import annotations
@@ -167,3 +169,57 @@ class MuJoCoOracle:
     def close(self) -> None:
         """Close its env."""
         self.env.close()
+
+
+class TrueActionLabels(MuJoCoOracle):
+    """The labeling oracle: it answers inverse dynamics with the actions that really produced the video.
+
+    It records the same seeded episodes as ``eval label`` (``record_episodes(env_id, episodes, seed)``)
+    and recognises a clip by its first frame (the nearest recorded one of the same length: the clip has
+    been through mp4). ``eval label`` must score it R² 1 and replay ratio 1.
+    """
+
+    def __init__(self, env_id: str, episodes: int, seed: int) -> None:
+        from cosmos_robot.eval.labeling import record_episodes
+
+        super().__init__(env_id)
+        self.recorded = record_episodes(env_id, episodes, seed)
+
+    def _labels(self, clip: np.ndarray) -> np.ndarray:
+        first = clip[0].astype(np.float32)
+        errors = [
+            float(np.mean((ep["frames"][0] - first) ** 2)) if len(ep["frames"]) == len(clip) else np.inf
+            for ep in self.recorded
+        ]
+        best = int(np.argmin(errors))
+        if not np.isfinite(errors[best]):
+            raise ValueError(f"no recorded episode has {len(clip)} frames; expected a clip of a recorded episode")
+        return self.recorded[best]["actions"].astype(np.float32)
+
+    def inverse_dynamics(
+        self,
+        frames: np.ndarray,
+        embodiment: str,
+        fps: float | None = None,
+        steps: int | None = None,
+        seed: int = 0,
+        return_spread: bool = False,
+        stride: int | None = None,
+        normalized: bool = False,
+        batch_windows: int = 256,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """(B, T - 1, A) the recorded actions of each clip (and a zero spread)."""
+        if normalized:
+            raise ValueError("normalized=True: the oracle labels in raw units only; expected normalized=False")
+        frames = np.asarray(frames)
+        clips = frames[None] if frames.ndim == 4 else frames
+        actions = np.stack([self._labels(clip) for clip in clips])
+        return (actions, np.zeros_like(actions)) if return_spread else actions
+
+
+class MeanActionLabels(TrueActionLabels):
+    """A broken labeler for harness checks: every step gets the mean of the recorded actions."""
+
+    def _labels(self, clip: np.ndarray) -> np.ndarray:
+        mean = np.concatenate([ep["actions"] for ep in self.recorded]).mean(0)
+        return np.repeat(mean[None].astype(np.float32), len(clip) - 1, 0)

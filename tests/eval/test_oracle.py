@@ -74,3 +74,16 @@ def test_the_oracle_has_no_forward_path_to_choose(tmp_path, capsys):
     args = ["eval", "fd", "--checkpoint", "mujoco", "--episodes", "2", "--forward-path", "prior", "--json", str(out)]
     assert main(args) != 0
     assert "forward_path='prior' with checkpoint='mujoco'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_labeling_scores_the_true_actions_perfectly_and_fails_the_mean_action(tmp_path):
+    from cosmos_robot.eval.labeling import evaluate_labeling
+    from cosmos_robot.eval.oracle import MeanActionLabels, TrueActionLabels
+    from cosmos_robot.seeds import LABELING_SEED
+
+    true = evaluate_labeling(TrueActionLabels(POINT, 4, LABELING_SEED), "point", POINT, episodes=4, progress=False)
+    assert true.r2 > 0.9999 and true.original_success_rate > 0
+    assert true.replay_success_ratio == 1.0 and true.final_block_error_m < 1e-6
+    mean = evaluate_labeling(MeanActionLabels(POINT, 4, LABELING_SEED), "point", POINT, episodes=4, progress=False)
+    assert mean.r2 < 0.05 and mean.replay_success_rate == 0.0
