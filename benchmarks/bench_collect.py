@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import cosmos_robot  # noqa: F401  (MUJOCO_GL=egl before mujoco is imported)
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.collect import collect
 from cosmos_robot.envs.gym_adapter import make_env
 from cosmos_robot.policies.scripted import ScriptedExpert
@@ -89,8 +90,11 @@ def main() -> None:
     headline = results["cosmos_robot/PushBlockPoint-v0"]["collect_video_vs_raw"]
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(
-            json.dumps({"results": results, "collect_vs_raw": headline, "episodes": episodes, "noise": noise}, indent=2)
+        write_file_atomic(
+            args.json,
+            json.dumps(
+                {"results": results, "collect_vs_raw": headline, "episodes": episodes, "noise": noise}, indent=2
+            ),
         )
     print(f"collect_vs_raw={np.round(headline, 3)}")
 

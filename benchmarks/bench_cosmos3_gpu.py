@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from cosmos_robot.atomic import write_file_atomic
+
 
 def mid_size_pipeline(seed: int = 0):
     """A random pipeline of about a tenth of Cosmos3-Nano's transformer, Wan's default autoencoder width."""
@@ -91,7 +93,7 @@ def main() -> None:
         torch.cuda.empty_cache()
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        write_file_atomic(args.json, json.dumps(results, indent=2))
     print(f"cosmos3_mid_policy_ms_256={results['cosmos3_mid_policy_ms_256']:.1f}")
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import cosmos_robot  # noqa: F401
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.gym_adapter import make_env
 from cosmos_robot.policies.scripted import ScriptedExpert
@@ -68,7 +69,7 @@ def main() -> None:
             )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"episodes": episodes, "seed0": SEED0, "results": results}, indent=2))
+        write_file_atomic(args.json, json.dumps({"episodes": episodes, "seed0": SEED0, "results": results}, indent=2))
     print(
         f"expert_success_point={results['point']['0.0']['success_rate']:.2f} "
         f"expert_success_arm2={results['arm2']['0.0']['success_rate']:.2f}"

@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.world_model import WorldActionModel
@@ -76,7 +77,7 @@ def main() -> None:
         print(f"learned env, batch {batch:>2}: {rate:8.1f} steps/s  ({rate / mujoco:.3f}x MuJoCo)")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        write_file_atomic(args.json, json.dumps(results, indent=2))
     print(f"fd_env_vs_mujoco_b64={results['fd_env_vs_mujoco_b64']:.4f}")
 
 

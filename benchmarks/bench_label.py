@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.datasets.video_io import write_video
 from cosmos_robot.eval.labeling import record_episodes
 from cosmos_robot.label import label
@@ -53,7 +54,7 @@ def main() -> None:
     best = max(v for k, v in results.items() if not k.startswith(f"stride{model.num_frames - 1}"))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"frames": frames, **results, "label_fps": best}, indent=2))
+        write_file_atomic(args.json, json.dumps({"frames": frames, **results, "label_fps": best}, indent=2))
     print(f"label_fps={best:.1f}")
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import gymnasium as gym
 import torch
 
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.world_model import WorldActionModel
 
 
@@ -126,7 +127,7 @@ def main() -> None:
     )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        write_file_atomic(args.json, json.dumps(results, indent=2))
     print(f"policy_latency_vs_lerobot_dp={ratio:.3f}")
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.example_inputs import example_inputs
 from cosmos_robot.model.flops import describe_network
@@ -80,8 +81,8 @@ def main() -> None:
     headline = results[f"{HEADLINE}/10"]["speedup"]
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(
-            json.dumps({"results": results, "describe": describe, "cache_speedup": headline}, indent=2)
+        write_file_atomic(
+            args.json, json.dumps({"results": results, "describe": describe, "cache_speedup": headline}, indent=2)
         )
     print(f"reasoner tokens {describe['reasoner_tokens']:.0f}, generator tokens {describe['generator_tokens']:.0f}")
     print(f"cache_speedup={headline:.2f}")

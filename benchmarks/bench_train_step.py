@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.example_inputs import example_inputs
 from cosmos_robot.model.flops import describe_network
@@ -96,7 +97,7 @@ def main() -> None:
     )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        write_file_atomic(args.json, json.dumps(results, indent=2))
     print(f"train_samples_per_s={samples_per_s:.1f}")
 
 

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.recipes import get_recipe, prepare_data
 
 
@@ -62,7 +63,7 @@ def main() -> None:
                "ddp2_samples_per_s": ddp, "ddp2_vs_single": ddp / single}  # fmt: skip
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        write_file_atomic(args.json, json.dumps(results, indent=2))
     print(f"ddp2_vs_single={ddp / single:.3f}")
 
 

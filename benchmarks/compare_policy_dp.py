@@ -31,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.eval.closed_loop import evaluate_policy, make_policy
 from cosmos_robot.recipes import Recipe, get_recipe, prepare_data
 
@@ -126,7 +127,7 @@ def main() -> None:
         )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        write_file_atomic(args.json, json.dumps(results, indent=2))
     print(f"success_ours={results['success_ours']:.3f} success_lerobot_dp={results['success_lerobot_dp']:.3f}")
 
 

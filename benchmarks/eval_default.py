@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.collect import collect
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.eval.offline import evaluate_offline
@@ -96,8 +97,11 @@ def main() -> None:
         print(f"  {'MET ' if met else 'MISS'} {name}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(
-            json.dumps({"metrics": report, "bars": bars, "episodes": episodes, "checkpoint": args.checkpoint}, indent=2)
+        write_file_atomic(
+            args.json,
+            json.dumps(
+                {"metrics": report, "bars": bars, "episodes": episodes, "checkpoint": args.checkpoint}, indent=2
+            ),
         )
     print(f"bars_met={sum(bars.values())}/{len(bars)}")
 

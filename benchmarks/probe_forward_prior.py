@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 import torch
 
+from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.checkpoint import Checkpoint, load_autoencoder, save_checkpoint
 from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.eval.fd_fidelity import evaluate_fd
@@ -76,7 +76,7 @@ def main() -> None:
             f"{r['effector_found'][15]:.2f}; expert block error h16 {r['expert_block_error_mm'][15]:.1f} mm; "
             f"delta_psnr_shuffled {r['delta_psnr_shuffled']:.2f} dB"
         )
-    Path(args.json).write_text(json.dumps(report, indent=2))
+    write_file_atomic(args.json, json.dumps(report, indent=2))
     print(
         f"prior trained in {seconds:.0f} s; held-out latent MSE {held_out.latent_mse:.3f} "
         f"vs copy {held_out.copy_mse:.3f}"

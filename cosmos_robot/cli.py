@@ -46,6 +46,7 @@ def _add_collect(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_collect(args: argparse.Namespace) -> None:
+    from cosmos_robot.atomic import write_file_atomic
     from cosmos_robot.collect import collect, summary_dict
 
     summary = collect(
@@ -63,7 +64,7 @@ def _run_collect(args: argparse.Namespace) -> None:
         resume=args.resume,
     )
     if args.json:
-        Path(args.json).write_text(json.dumps(summary_dict(summary), indent=2))
+        write_file_atomic(args.json, json.dumps(summary_dict(summary), indent=2))
     print(summary.line())
 
 
