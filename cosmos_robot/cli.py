@@ -233,7 +233,8 @@ def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True) -> None
     p.add_argument(
         "--forward-path",
         default="full",
-        help="full (the forward prior's rollout corrected by the MoT) or prior (the prior alone; an ablation)",
+        help="full (the forward prior's rollout; reward and success from the MoT), corrected (plus the MoT's "
+        "sampled correction; an ablation) or prior (the prior alone, no reward; an ablation)",
     )
     p.add_argument("--json", required=True, help="write the metrics here (a PNG plot is written beside it)")
 

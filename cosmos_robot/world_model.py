@@ -25,9 +25,11 @@ from cosmos_robot.pixel_residual import keep_unchanged_pixels
 from cosmos_robot.processor import EmbodimentEntry, Processor
 from cosmos_robot.temporal_ensemble import average_windows, window_starts
 
-# What makes forward dynamics: the forward prior's rollout plus the MoT's correction ("full"), or the
-# prior alone ("prior", no MoT pass: no learned reward or success, they come back 0). For ablations.
-FORWARD_PATHS = ("full", "prior")
+# What makes forward dynamics. "full": the forward prior rolls frames and state forward and the MoT,
+# reading that rollout, predicts reward and success. "corrected": the MoT's sampled x0 correction is
+# added to the rollout as well (measured worse against MuJoCo; an ablation). "prior": the prior alone,
+# no MoT pass (reward and success come back 0; an ablation, and the fastest).
+FORWARD_PATHS = ("full", "corrected", "prior")
 # Euler steps of a model call when the caller names none.
 DEFAULT_STEPS = 10
 # Classifier-free guidance of the policy's actions on the instruction (1.0 = off). Training drops the
@@ -61,7 +63,7 @@ class WorldActionModel:
         self.context_frames = int(checkpoint.window["context_frames"])
         self.fps = float(checkpoint.window["fps"])
         self.processor = Processor(self.config, checkpoint.embodiments)
-        self._forward_path = "full"
+        self.forward_path = "full"
 
     @property
     def forward_path(self) -> str:
@@ -72,8 +74,9 @@ class WorldActionModel:
     def forward_path(self, value: str) -> None:
         if value not in FORWARD_PATHS:
             raise ValueError(f"forward_path={value!r}; expected one of {list(FORWARD_PATHS)}")
-        if value == "prior" and self.network.forward_prior is None:
-            raise ValueError("forward_path='prior' but this checkpoint has no forward prior; expected 'full'")
+        if value != "full" and self.network.forward_prior is None:
+            raise ValueError(f"forward_path={value!r} but this checkpoint has no forward prior; expected 'full'")
+        self.network.forward_correction = value == "corrected"
         self._forward_path = value
 
     # -- loading and saving -----------------------------------------------------------------------------
@@ -236,8 +239,8 @@ class WorldActionModel:
     ) -> Prediction:
         """Predict the frames (and states, rewards, success) that ``actions`` produce from the observed ``frames``.
 
-        The forward prior rolls the latent grid and the state forward through the actions and the MoT
-        adds its correction (:attr:`forward_path` switches the MoT off, for ablations). Across model
+        The forward prior rolls the latent grid and the state forward through the actions and the MoT,
+        reading that rollout, predicts reward and success (:attr:`forward_path` selects the ablations). Across model
         calls the rollout stays in latent space: the returned ``latents`` continue it.
 
         Args:

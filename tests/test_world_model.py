@@ -83,6 +83,24 @@ def test_latents_continue_a_rollout_in_latent_space(model, episode):
     assert full.latents.shape == first.latents.shape and np.isfinite(full.latents).all()
 
 
+def test_the_full_path_keeps_the_priors_rollout_and_adds_reward_and_success(model, episode):
+    frames, states, actions = episode
+    predictions = {}
+    try:
+        for path in ("prior", "full", "corrected"):
+            model.forward_path = path
+            # 6 steps: two MoT windows of 4, the second continuing from the first's rollout.
+            predictions[path] = model.forward_dynamics(frames[:1], actions[:6], "point", states=states[0], steps=2)
+    finally:
+        model.forward_path = "full"
+    prior, full, corrected = predictions["prior"], predictions["full"], predictions["corrected"]
+    np.testing.assert_allclose(full.states, prior.states, atol=1e-4)
+    np.testing.assert_allclose(full.latents, prior.latents, atol=1e-4)
+    assert np.abs(full.frames.astype(int) - prior.frames).max() <= 1
+    assert full.rewards.shape == full.success.shape == (1, 6) and np.isfinite(full.rewards).all()
+    assert np.abs(corrected.states - full.states).max() > 1e-4  # the correction is what the switch turns off
+
+
 def test_forward_path_is_checked(model):
     with pytest.raises(ValueError, match="forward_path='mot'; expected one of"):
         model.forward_path = "mot"

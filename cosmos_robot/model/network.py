@@ -66,6 +66,7 @@ class DirectPaths:
         anchor_frames: (B, T, G*G, Cf) each frame's anchor tokens: the forward prior's rollout where it
             applies, else the latest clean frame (zeros where there is none).
         anchor_states: (B, T, S) the forward prior's rolled-out state where it applies, else zeros.
+        rolled: (B, T) where the forward prior's rollout applies.
         prior_actions: (B, K, W) the action prior's or the inverse prior's action per action token
             (zeros where neither applies).
         prior_gate: (B, K) where one of them applies.
@@ -76,6 +77,7 @@ class DirectPaths:
     states: torch.Tensor
     anchor_frames: torch.Tensor
     anchor_states: torch.Tensor
+    rolled: torch.Tensor
     prior_actions: torch.Tensor
     prior_gate: torch.Tensor
 
@@ -130,6 +132,11 @@ class WorldActionNetwork(nn.Module):
             if config.forward_prior
             else None
         )
+        # Whether the x0 heads add the MoT's correction to the forward prior's rollout. Training learns
+        # the correction; inference leaves it off (WorldActionModel.forward_path): measured, the sampled
+        # correction moved objects and agent_pos away from MuJoCo (docs/results.md), so the rollout is
+        # kept as is and the MoT reads it for reward and success. Not a config field: a switch.
+        self.forward_correction = True
         # One input projection for both priors' estimates: their gates are disjoint.
         self.prior_in = DomainLinear(config.num_domains, config.action_width, d)
         self.state_in = nn.Linear(config.state_width, d)
@@ -227,6 +234,7 @@ class WorldActionNetwork(nn.Module):
             self.state_frame_in(flat),
             anchor,
             rolled_states,
+            rolled,
             policy + inverse,
             policy_gate | inverse_gate,
         )
@@ -406,6 +414,9 @@ class WorldActionNetwork(nn.Module):
         # The heads predict clean values on top of the direct paths' starting points.
         frames = frames + paths.anchor_frames
         states = states + paths.anchor_states
+        if not self.forward_correction:
+            frames = torch.where(paths.rolled[..., None, None], paths.anchor_frames, frames)
+            states = torch.where(paths.rolled[..., None], paths.anchor_states, states)
         actions = actions + paths.prior_actions
         x0 = (frames, actions, states)
         frames = velocity_from_x0(inputs.frames, frames, inputs.frame_t)
