@@ -26,6 +26,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -96,15 +97,18 @@ def main() -> None:
     data = pixel_only_copy(Path(source), root / "data" / f"{spec.name}_pixels")
 
     # Calibrate: seconds per step (with start-up) from a 20-step run, then size the real run to the budget.
-    calib = root / "dp_calibration"
-    subprocess.run(["rm", "-rf", str(calib)], check=True)
+    # A killed earlier run restarts cleanly: its training folders go first (lerobot-train refuses an
+    # existing output folder), and the JSON is written only at the end, atomically.
+    calib, calib5, run_dir = root / "dp_calibration", root / "dp_calibration5", root / "dp_run"
+    for folder in (calib, calib5, run_dir):
+        shutil.rmtree(folder, ignore_errors=True)
     t20 = lerobot_train(data, calib, 20, 20, timeout=600)
-    t5 = lerobot_train(data, root / "dp_calibration5", 5, 5, timeout=600)
+    t5 = lerobot_train(data, calib5, 5, 5, timeout=600)
     per_step = max((t20 - t5) / 15, 1e-3)
     startup = max(t5 - 5 * per_step, 0.0)
     steps = max(int((budget_s - startup) / per_step), 10)
-    run_dir = root / "dp_run"
-    subprocess.run(["rm", "-rf", str(run_dir), str(calib), str(root / "dp_calibration5")], check=True)
+    for folder in (calib, calib5):
+        shutil.rmtree(folder, ignore_errors=True)
     print(
         f"Diffusion Policy: {per_step:.3f} s/step, start-up {startup:.0f} s -> {steps} steps in {budget_s / 60:.1f} min"
     )
