@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "keys",
         "atomic",
+        "phase_checkpoint",
         "seeds",
         "metrics",
         "json_values",
