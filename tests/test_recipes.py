@@ -21,6 +21,13 @@ def test_the_default_recipe_records_experts_under_the_task_and_noisy_data_under_
         assert spec.task.endswith(TASK)
 
 
+def test_the_default_recipe_trains_the_forward_prior_the_mot_only_recipe_does_not():
+    default, mot_only = get_recipe("default").train, get_recipe("mot_only").train
+    assert default["model_overrides"] == {"forward_prior": True} and default["forward_steps"] > 0
+    assert "model_overrides" not in mot_only and not mot_only.get("forward_steps")
+    assert {spec.noise for spec in get_recipe("default").datasets} == {0.0, 0.3, 0.6, 1.0}
+
+
 def test_an_unknown_recipe_names_the_known_ones():
     with pytest.raises(ValueError, match="recipe='nope'.*'default'"):
         get_recipe("nope")
