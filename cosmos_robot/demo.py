@@ -101,6 +101,17 @@ def run_demo(
         frame_strip(fd.example["real"], fd.example["imagined"], out / f"fd_strip_{embodiment}.png")
         report["forward_dynamics"][embodiment] = fd.to_json()
         report["seconds"][f"fd_{embodiment}"] = time.perf_counter() - t
+        if getattr(getattr(model, "network", None), "forward_prior", None) is not None:
+            # The ablation beside the full model: the forward prior alone, same starts and actions.
+            model.forward_path = "prior"
+            try:
+                alone = evaluate_fd(model, embodiment, episodes=size.fd_episodes, horizon=size.fd_horizon,
+                                    sampling_steps=size.sampling_steps, progress=False)  # fmt: skip
+            finally:
+                model.forward_path = "full"
+            report["forward_dynamics"][embodiment]["prior_alone"] = {
+                k: alone.to_json()[k] for k in ("effector_found", "effector_error_mm", "block_error_mm", "state_error")
+            }
 
         _say(f"[{embodiment}] labeling: render mp4, inverse dynamics, compare, replay in MuJoCo", progress)
         t = time.perf_counter()
@@ -191,6 +202,12 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             (e, "FD PSNR lost with shuffled actions (dB, h8)", f"{fd['delta_psnr_shuffled']:.2f}", "0 = ignores")
         )
         rows.append((e, f"FD agent_pos error at h{h[2]}", f"{fd['state_error'][-1]:.3f}", "-"))
+        if "prior_alone" in fd:
+            last = [
+                f"{r['effector_found'][-1]:.2f} / {_mm(r['effector_error_mm'][-1])} / {_mm(r['block_error_mm'][-1])}"
+                for r in (fd, fd["prior_alone"])
+            ]
+            rows.append((e, f"FD ablation at h{h[2]}: effector found / error mm / block mm (vs prior alone)", *last))
     for e, lab in report["labeling"].items():
         rows.append((e, "labels R2 vs true actions", f"{lab['r2']:.3f}", "1 = exact"))
         ratio = lab["replay_success_ratio"]

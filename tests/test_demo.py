@@ -49,6 +49,8 @@ def test_the_demo_writes_the_report_the_plots_and_a_verified_recording(smoke_che
     assert (out / "policy_success.png").stat().st_size > 1000
     assert "| point | labels R2 vs true actions |" in (out / "report.md").read_text()
     assert "| point | FD effector found in imagined frames" in (out / "report.md").read_text()
+    assert "| point | FD ablation at h" in (out / "report.md").read_text()  # the smoke model has a forward prior
+    assert set(report["forward_dynamics"]["point"]["prior_alone"]) >= {"effector_found", "block_error_mm"}
     rerun = Path(sys.executable).with_name("rerun")
     assert subprocess.run([str(rerun), "rrd", "verify", str(out / "policy.rrd")], capture_output=True).returncode == 0
     printed = capsys.readouterr().out
