@@ -82,6 +82,9 @@ def test_interrupted_collect_resumes_from_its_last_complete_episode(tmp_path, si
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        # A shell running us in the background (no job control) ignores SIGINT, and children inherit
+        # that; a terminal's Ctrl-C reaches a process that does not, so the child starts without it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 60
     while len(list(spool.glob("episode_*.npz"))) < 2:  # two episodes are complete
