@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from cosmos_robot.metrics import psnr
 from cosmos_robot.model.tokenizers import FrameAutoencoder, float_to_frames, frames_to_float
-from cosmos_robot.phase_checkpoint import LoopState, PhaseSaver
+from cosmos_robot.phase_checkpoint import NO_SAVER, PhaseSaver
 
 
 def one_cycle(optimizer: torch.optim.Optimizer, lr: float, steps: int) -> torch.optim.lr_scheduler.OneCycleLR:
@@ -62,9 +62,8 @@ def train_autoencoder(
     rng = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(autoencoder.parameters(), lr=lr, weight_decay=0.0)
     schedule = one_cycle(optimizer, lr, steps)
-    loop = LoopState()
-    if saver is not None and saver.resume_from is not None:
-        loop = LoopState.restore(saver.resume_from, autoencoder, optimizer, schedule, rng)
+    saver = saver or NO_SAVER
+    loop = saver.start(autoencoder, optimizer, schedule, rng)
     autoencoder.train()
     losses = loop.losses
     for step in tqdm(range(loop.step, steps), initial=loop.step, total=steps, desc="autoencoder", disable=not progress):
@@ -79,7 +78,6 @@ def train_autoencoder(
         optimizer.step()
         schedule.step()
         losses.append(loss.item())
-        if saver is not None and saver.due(step + 1, steps):
-            saver.save(LoopState.capture(autoencoder, optimizer, schedule, rng, step + 1, losses))
+        saver.after_step(step + 1, steps, autoencoder, optimizer, schedule, rng, losses)
     autoencoder.eval()
     return losses

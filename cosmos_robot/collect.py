@@ -160,7 +160,6 @@ def collect(
         for k in bar:
             episode_frames, success = _rollout_episode(env, actor, seed + k, settings["task"])
             spool.add(k, episode_frames, {"success": success})
-        successes, frames = [], 0
         # Written from the spool, resumed or not: an interrupted run's dataset is an uninterrupted one's.
         with LeRobotWriter(
             out,
@@ -171,14 +170,10 @@ def collect(
             overwrite=overwrite,
             video=video,
         ) as writer:
-            for k in tqdm(range(episodes), desc=f"write {Path(out).name}", unit="ep", disable=not progress):
-                episode_frames, info = spool.read(k)
-                for frame in episode_frames:
-                    writer.add_frame(frame)
-                writer.save_episode()
-                successes.append(bool(info["success"]))
-                frames += len(episode_frames)
+            written = spool.write_to(writer, episodes, progress=progress)
         spool.remove()
+        frames = sum(length for length, _ in written)
+        successes = [bool(info["success"]) for _, info in written]
         seconds = time.perf_counter() - started
     finally:
         env.close()

@@ -109,8 +109,9 @@ def run_demo(
                                     sampling_steps=size.sampling_steps, progress=False)  # fmt: skip
             finally:
                 model.forward_path = "full"
+            alone_json = alone.to_json()
             report["forward_dynamics"][embodiment]["prior_alone"] = {
-                k: alone.to_json()[k] for k in ("effector_found", "effector_error_mm", "block_error_mm", "state_error")
+                k: alone_json[k] for k in ("effector_found", "effector_error_mm", "block_error_mm", "state_error")
             }
 
         _say(f"[{embodiment}] labeling: render mp4, inverse dynamics, compare, replay in MuJoCo", progress)

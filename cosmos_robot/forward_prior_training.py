@@ -16,7 +16,7 @@ from cosmos_robot.datasets.training_set import TransitionTable
 from cosmos_robot.model.forward_prior import rollout_loss
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.stems import latent_grids
-from cosmos_robot.phase_checkpoint import LoopState, PhaseSaver
+from cosmos_robot.phase_checkpoint import NO_SAVER, PhaseSaver
 
 
 @dataclass
@@ -80,9 +80,8 @@ def train_forward_prior(
     rng = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(prior.parameters(), lr=lr, weight_decay=0.0)
     schedule = one_cycle(optimizer, lr, steps)
-    loop = LoopState()
-    if saver is not None and saver.resume_from is not None:
-        loop = LoopState.restore(saver.resume_from, prior, optimizer, schedule, rng)
+    saver = saver or NO_SAVER
+    loop = saver.start(prior, optimizer, schedule, rng)
     prior.train()
     losses = loop.losses
     bar = tqdm(range(loop.step, steps), initial=loop.step, total=steps, desc="forward prior", disable=not progress)
@@ -99,8 +98,7 @@ def train_forward_prior(
         losses.append(loss.item())
         if len(losses) % 50 == 0:
             bar.set_postfix(loss=f"{sum(losses[-50:]) / 50:.4f}")
-        if saver is not None and saver.due(step + 1, steps):
-            saver.save(LoopState.capture(prior, optimizer, schedule, rng, step + 1, losses))
+        saver.after_step(step + 1, steps, prior, optimizer, schedule, rng, losses)
     # No gradient may outlive this phase: a stale one would count in the MoT's gradient-norm clip.
     optimizer.zero_grad(set_to_none=True)
     prior.eval()

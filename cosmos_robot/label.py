@@ -181,8 +181,8 @@ def label(
         "clips": [c.name for c in clips],
     }
     spool = EpisodeSpool(out, meta | {"seed": seed, "task": task}, resume=resume, overwrite=overwrite)
-    for index in tqdm(range(spool.count(), len(clips)), initial=spool.count(), total=len(clips), desc="label",
-                      disable=not progress):  # fmt: skip
+    first = spool.count()
+    for index in tqdm(range(first, len(clips)), initial=first, total=len(clips), desc="label", disable=not progress):
         clip = clips[index]
         actions, spread = model.inverse_dynamics(
             clip.frames,
@@ -215,10 +215,7 @@ def label(
         overwrite=overwrite,
         video=True,
     ) as writer:
-        for index in range(len(clips)):
-            for frame in spool.read(index)[0]:
-                writer.add_frame(frame)
-            writer.save_episode()
+        spool.write_to(writer, len(clips))
     spool.remove()
     return out
 

@@ -146,6 +146,32 @@ class PhaseSaver:
     every: int
     resume_from: dict[str, Any] | None = None
 
-    def due(self, step: int, steps: int) -> bool:
-        """Whether to save after ``step`` (never after the last step: the phase's result follows)."""
-        return bool(self.every) and step % self.every == 0 and step < steps
+    def start(
+        self,
+        module: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        schedule: torch.optim.lr_scheduler.LRScheduler,
+        rng: torch.Generator,
+    ) -> LoopState:
+        """Where the loop starts: step 0, or the restored ``resume_from``."""
+        if self.resume_from is None:
+            return LoopState()
+        return LoopState.restore(self.resume_from, module, optimizer, schedule, rng)
+
+    def after_step(
+        self,
+        step: int,
+        steps: int,
+        module: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        schedule: torch.optim.lr_scheduler.LRScheduler,
+        rng: torch.Generator,
+        losses: list[float],
+    ) -> None:
+        """Save after ``step`` (1-based) every ``every`` steps; never after the last (the phase's result follows)."""
+        if self.every and step % self.every == 0 and step < steps:
+            self.save(LoopState.capture(module, optimizer, schedule, rng, step, losses))
+
+
+# A loop given no saver neither resumes nor saves.
+NO_SAVER = PhaseSaver(lambda loop: None, 0)

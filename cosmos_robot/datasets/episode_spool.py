@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from cosmos_robot.atomic import OWNER_FILE, process_alive, write_file_atomic
+from cosmos_robot.datasets.lerobot_io import LeRobotWriter
 from cosmos_robot.json_values import plain
 
 SETTINGS_FILE = "settings.json"
@@ -115,6 +117,17 @@ class EpisodeSpool:
         length = len(next(iter(columns.values())))
         frames = [{k: (str(v[t]) if k == TASK else v[t]) for k, v in columns.items()} for t in range(length)]
         return frames, info
+
+    def write_to(self, writer: LeRobotWriter, count: int, progress: bool = False) -> list[tuple[int, dict[str, float]]]:
+        """Add episodes ``0 .. count - 1`` to an open ``writer``; returns each one's (length, info)."""
+        written = []
+        for index in tqdm(range(count), desc=f"write {self.out.name}", unit="ep", disable=not progress):
+            frames, info = self.read(index)
+            for frame in frames:
+                writer.add_frame(frame)
+            writer.save_episode()
+            written.append((len(frames), info))
+        return written
 
     def remove(self) -> None:
         """Delete the spool (after its dataset is written)."""
