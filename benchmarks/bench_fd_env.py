@@ -1,13 +1,17 @@
 """Imagined steps per second of ForwardDynamicsVectorEnv against MuJoCo step + render, one run.
 
-The learned env (the shipped default, or ``--checkpoint``) steps ``batch`` episodes with one model
-call per step, at batch 1, 16 and 64 and ``--sampling-steps`` denoising steps; MuJoCo steps the same
-task (PushBlockPoint, 64x64 render every step) in one process. Steps per second counts environment
-steps (a batch of 64 is 64 steps).
+MuJoCo steps PushBlockPoint (64x64 render every step) in one process. The learned env (the shipped
+default, or ``--checkpoint``) steps ``batch`` episodes with one model call per step, at batch 1, 16
+and 64, in the configurations RL uses: the reach task's reward and success given as functions of the
+imagined state (``eval imagination-rl``), with pixel observations (frames decoded every step) and with
+state-only observations (no frame decoded: the forward prior alone). For reference, batch 64 is also
+timed with the learned reward and success (the MoT runs every step). Steps per second counts
+environment steps (a batch of 64 is 64 steps).
 
     .venv/bin/python benchmarks/bench_fd_env.py --quick --json out/bench_fd_env.json
 
-Last line: ``fd_env_vs_mujoco_b64=<imagined steps/s at batch 64 / MuJoCo steps/s>``.
+Last two lines: ``fd_env_state_vs_mujoco_b64=`` and ``fd_env_vs_mujoco_b64=`` (imagined steps/s at
+batch 64, state-only and pixels, over MuJoCo's steps/s).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import torch
 from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
+from cosmos_robot.eval.imagination_rl import reach_reward, reach_success
+from cosmos_robot.keys import AGENT_POS
 from cosmos_robot.world_model import WorldActionModel
 
 
@@ -42,15 +48,26 @@ def mujoco_steps_per_s(seconds: float) -> float:
     return rate
 
 
-def imagined_steps_per_s(model: WorldActionModel, batch: int, sampling_steps: int, calls: int) -> float:
-    """Imagined environment steps per second of the vector env at ``batch``."""
-    envs = ForwardDynamicsVectorEnv(batch, model, "point", sampling_steps=sampling_steps)
+def imagined_steps_per_s(
+    model: WorldActionModel, batch: int, observation: str, task_reward: bool, sampling_steps: int, seconds: float
+) -> float:
+    """Imagined environment steps per second of the vector env at ``batch`` (at least 3 timed calls)."""
+    task = {}
+    if task_reward:
+        task = {
+            "reward_fn": lambda obs, action, next_obs: reach_reward(next_obs[AGENT_POS]),
+            "success_fn": lambda obs: reach_success(obs[AGENT_POS]),
+        }
+    envs = ForwardDynamicsVectorEnv(
+        batch, model, "point", sampling_steps=sampling_steps, observation=observation, **task
+    )
     envs.reset(seed=0)
     rng = np.random.default_rng(0)
     envs.step(rng.uniform(-0.3, 0.3, (batch, 2)).astype(np.float32))  # warm-up
-    started = time.perf_counter()
-    for _ in range(calls):
+    calls, started = 0, time.perf_counter()
+    while calls < 3 or time.perf_counter() - started < seconds:
         envs.step(rng.uniform(-0.3, 0.3, (batch, 2)).astype(np.float32))
+        calls += 1
     rate = batch * calls / (time.perf_counter() - started)
     envs.close()
     return rate
@@ -58,26 +75,33 @@ def imagined_steps_per_s(model: WorldActionModel, batch: int, sampling_steps: in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fewer calls (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="shorter timings (about a minute)")
     parser.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
-    parser.add_argument("--sampling-steps", type=int, default=4, help="denoising steps per imagined step")
+    parser.add_argument("--sampling-steps", type=int, default=4, help="denoising steps where the MoT runs")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model = WorldActionModel.from_pretrained(args.checkpoint)
-    mujoco = mujoco_steps_per_s(3.0 if args.quick else 10.0)
+    seconds = 2.0 if args.quick else 8.0
+    mujoco = mujoco_steps_per_s(2 * seconds)
     results = {"mujoco_steps_per_s": mujoco, "sampling_steps": args.sampling_steps, "threads": args.threads}
     print(f"MuJoCo step + render (PushBlockPoint 64x64): {mujoco:.0f} steps/s")
-    for batch in (1, 16, 64):
-        calls = {1: 10, 16: 4, 64: 2}[batch] * (1 if args.quick else 3)
-        rate = imagined_steps_per_s(model, batch, args.sampling_steps, calls)
-        results[f"imagined_steps_per_s_b{batch}"] = rate
-        results[f"fd_env_vs_mujoco_b{batch}"] = rate / mujoco
-        print(f"learned env, batch {batch:>2}: {rate:8.1f} steps/s  ({rate / mujoco:.3f}x MuJoCo)")
+    configurations = [
+        ("state", "state-only, task reward", "fd_env_state", True, (1, 16, 64)),
+        ("pixels", "pixels, task reward", "fd_env", True, (1, 16, 64)),
+        ("pixels", "pixels, learned reward (MoT)", "fd_env_learned_reward", False, (64,)),
+    ]
+    for observation, label, key, task_reward, batches in configurations:
+        for batch in batches:
+            rate = imagined_steps_per_s(model, batch, observation, task_reward, args.sampling_steps, seconds)
+            results[f"{key}_steps_per_s_b{batch}"] = rate
+            results[f"{key}_vs_mujoco_b{batch}"] = rate / mujoco
+            print(f"learned env, {label:<28} batch {batch:>2}: {rate:8.1f} steps/s  ({rate / mujoco:.3f}x MuJoCo)")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         write_file_atomic(args.json, json.dumps(results, indent=2))
+    print(f"fd_env_state_vs_mujoco_b64={results['fd_env_state_vs_mujoco_b64']:.4f}")
     print(f"fd_env_vs_mujoco_b64={results['fd_env_vs_mujoco_b64']:.4f}")
 
 

@@ -27,10 +27,10 @@ class Prediction:
     continues from it instead of re-encoding the decoded frames, which loses what the decode blurred.
     """
 
-    frames: np.ndarray  # (B, H, height, width, 3) uint8
+    frames: np.ndarray | None  # (B, H, height, width, 3) uint8; None only when asked for with decode=False
     states: np.ndarray  # (B, H, state_dim) float32
-    rewards: np.ndarray  # (B, H) float32
-    success: np.ndarray  # (B, H) float32, probability
+    rewards: np.ndarray | None  # (B, H) float32; None only when asked for with rewards=False
+    success: np.ndarray | None  # (B, H) float32, probability; None with rewards
     latents: np.ndarray | None = None  # (B, context_frames, ...) float32, backend-specific
 
 
@@ -79,9 +79,15 @@ class WorldModel(Protocol):
         seed: int = 0,
         pixel_residual: bool | None = None,
         latents: np.ndarray | None = None,
+        decode: bool = True,
+        rewards: bool = True,
     ) -> Prediction:
         """The frames (and states, rewards, success) that ``actions`` produce from the observed ``frames``
-        (or from ``latents`` of an earlier prediction, see :class:`Prediction`)."""
+        (or from ``latents`` of an earlier prediction, see :class:`Prediction`).
+
+        ``decode=False`` and ``rewards=False`` say that the caller will not read the frames or the learned
+        rewards and success: a backend may then skip the work and return None for them (it must still
+        return frames where its next call needs them, e.g. when it has no ``latents``)."""
         ...
 
     def inverse_dynamics(

@@ -236,6 +236,8 @@ class WorldActionModel:
         seed: int = 0,
         pixel_residual: bool | None = None,
         latents: np.ndarray | None = None,
+        decode: bool = True,
+        rewards: bool = True,
     ) -> Prediction:
         """Predict the frames (and states, rewards, success) that ``actions`` produce from the observed ``frames``.
 
@@ -255,6 +257,11 @@ class WorldActionModel:
             latents: (B, context_frames, G*G, Cf) ``Prediction.latents`` of the call that predicted
                 ``frames``, used instead of encoding them; rows that are all NaN are encoded from
                 ``frames`` (episodes of a batch that were just reset). None encodes every row.
+            decode: False skips the decoder where nothing needs the frames (``Prediction.frames`` is then
+                None): a state-only consumer continues the rollout from ``latents``. The MoT reads
+                pixels, so frames come back whenever it runs.
+            rewards: False says the learned reward and success will not be read (they come back None):
+                the ``"full"`` path then skips the MoT, whose only output there they are.
         """
         steps = self._check_steps(steps)
         pixel_residual = True if pixel_residual is None else pixel_residual
@@ -274,18 +281,25 @@ class WorldActionModel:
         context = frames[:, -self.context_frames :]
         context_tokens = self._context_tokens(context, latents)
         reference, reference_tokens = np.asarray(context[:, -1]), context_tokens[:, -1]
-        if self.forward_path == "prior":
+        # Without the MoT's outputs, the full path is the prior's rollout: one small conv net per step.
+        prior_only = self.forward_path == "prior" or (self.forward_path == "full" and not rewards)
+        if prior_only and self.network.forward_prior is not None:
             tokens, states_norm = self._prior_rollout(entry, context_tokens, state, actions)
-            future = (
-                self._decode_against(tokens, reference, reference_tokens) if pixel_residual else self._decode(tokens)
-            )
-            zeros = np.zeros((b, horizon), np.float32)
+            future = None
+            if decode:
+                future = (
+                    self._decode_against(tokens, reference, reference_tokens)
+                    if pixel_residual
+                    else self._decode(tokens)
+                )
+            # The prior path predicts no reward: zeros when asked for (the ablation), None when not.
+            zeros = np.zeros((b, horizon), np.float32) if rewards else None
             return Prediction(
                 future,
                 self.processor.states_out(embodiment, states_norm).astype(np.float32),
                 zeros,
-                zeros.copy(),
-                tokens[:, -self.context_frames :].cpu().numpy() if horizon >= self.context_frames else None,
+                None if zeros is None else zeros.copy(),
+                torch.cat([context_tokens, tokens], 1)[:, -self.context_frames :].cpu().numpy(),
             )
         rng = torch.Generator().manual_seed(seed)
         context_pixels = np.asarray(context)

@@ -101,6 +101,21 @@ def test_the_full_path_keeps_the_priors_rollout_and_adds_reward_and_success(mode
     assert np.abs(corrected.states - full.states).max() > 1e-4  # the correction is what the switch turns off
 
 
+def test_what_is_not_read_is_not_computed(model, episode):
+    # decode=False leaves the frames out, rewards=False the MoT: the full path is then the prior's rollout.
+    frames, states, actions = episode
+    full = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], steps=2)
+    lean = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], decode=False, rewards=False)
+    assert lean.frames is None and lean.rewards is None and lean.success is None
+    np.testing.assert_allclose(lean.states, full.states, atol=1e-4)
+    np.testing.assert_allclose(lean.latents, full.latents, atol=1e-4)
+    pixels = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], rewards=False)
+    assert np.abs(pixels.frames.astype(int) - full.frames).max() <= 1
+    # The MoT reads pixels: where it runs, the frames come back whatever decode says.
+    mot = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], steps=2, decode=False)
+    assert mot.frames is not None and mot.rewards.shape == (1, 3)
+
+
 def test_forward_path_is_checked(model):
     with pytest.raises(ValueError, match="forward_path='mot'; expected one of"):
         model.forward_path = "mot"

@@ -250,8 +250,13 @@ class Cosmos3Backend:
         seed: int = 0,
         pixel_residual: bool | None = None,
         latents: np.ndarray | None = None,
+        decode: bool = True,
+        rewards: bool = True,
     ) -> Prediction:
-        """Frames that ``actions`` (raw, (Hz, A) or (B, Hz, A)) produce from the last observed frame."""
+        """Frames that ``actions`` (raw, (Hz, A) or (B, Hz, A)) produce from the last observed frame.
+
+        Cosmos 3 generates pixels and has no latents to continue from: ``decode`` and ``rewards`` change
+        nothing (frames always come back; rewards and success are zeros)."""
         if latents is not None:
             raise ValueError(
                 "latents were given; this backend returns none (Prediction.latents is None), expected latents=None"

@@ -9,6 +9,11 @@ batched model call per step, which is where the speed comes from.
 Reward and termination come from the model's learned heads, or from a user ``reward_fn(obs, action,
 next_obs)`` (and ``success_fn(next_obs)``). Actions outside the Box are clipped and counted in
 ``info``; NaN actions raise. Everything is deterministic under ``reset(seed=...)``.
+
+What a step costs is what is read (docs/guide.md, "A fast learned env"): the imagined episode lives in
+the model's latent space, frames are decoded only for ``observation="pixels"``, and the MoT runs only
+for the learned reward or success. ``observation="state"`` with ``reward_fn`` and ``success_fn`` is the
+forward prior alone: one small conv net per step.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from cosmos_robot.world_model import load_world_model
 
 RewardFn = Callable[[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]], float]
 SuccessFn = Callable[[dict[str, np.ndarray]], bool]
+# What the env observes: the reference env's pixels and agent_pos, or agent_pos alone (no frame is
+# decoded, the fast configuration for agents that train on state).
+OBSERVATIONS = ("pixels", "state")
 
 
 def reference_spaces(reference: str | gym.Env) -> tuple[spaces.Dict, spaces.Box]:
@@ -65,8 +73,11 @@ class Imagination:
         success_fn: SuccessFn | None,
         success_threshold: float,
         terminate_on_success: bool,
+        observation: str,
     ) -> None:
         refuse_forked_child("the learned env")
+        if observation not in OBSERVATIONS:
+            raise ValueError(f"observation={observation!r}; expected one of {list(OBSERVATIONS)}")
         if not isinstance(max_episode_steps, int) or max_episode_steps < 1:
             raise ValueError(f"max_episode_steps={max_episode_steps!r}; expected a positive integer")
         if not isinstance(sampling_steps, int) or sampling_steps < 1:
@@ -84,13 +95,22 @@ class Imagination:
                     f"reference=None for embodiment={embodiment!r}; pass the gymnasium id of the env it imitates"
                 )
             reference = PUSH_BLOCK_IDS[embodiment]
-        self.observation_space, self.action_space = reference_spaces(reference)
-        size = model.image_size
-        if self.observation_space[PIXELS].shape != (size, size, 3):
+        if reward_fn is None and getattr(model, "forward_path", "full") == "prior":
             raise ValueError(
-                f"reference observes pixels of shape {self.observation_space[PIXELS].shape}; "
-                f"the model expects ({size}, {size}, 3)"
+                "the model's forward_path='prior' predicts no reward (it would be 0 every step); "
+                "pass reward_fn (and success_fn), or use forward_path='full'"
             )
+        pixel_space, self.action_space = reference_spaces(reference)
+        size = model.image_size
+        if pixel_space[PIXELS].shape != (size, size, 3):
+            raise ValueError(
+                f"reference observes pixels of shape {pixel_space[PIXELS].shape}; the model expects ({size}, {size}, 3)"
+            )
+        self.pixel_space = pixel_space
+        self.observation = observation
+        self.observation_space = (
+            pixel_space if observation == "pixels" else spaces.Dict({AGENT_POS: pixel_space[AGENT_POS]})
+        )
         self.start_source = make_start_source(start if start is not None else reference)
         self.model = model
         self.embodiment = embodiment
@@ -106,13 +126,20 @@ class Imagination:
         """Frames of history the model reads."""
         return self.model.context_frames
 
+    def observe(self, frames: np.ndarray, states: np.ndarray) -> dict[str, np.ndarray]:
+        """The observation (batched) of the frames and states, in the env's observation mode (copies)."""
+        if self.observation == "state":
+            return {AGENT_POS: states.copy()}
+        return {PIXELS: frames.copy(), AGENT_POS: states.copy()}
+
     def step(
         self, history: np.ndarray, states: np.ndarray, actions: np.ndarray, seed: int, latents: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-        """(next frames (B, H, W, 3), next states (B, S), rewards (B,) float64, success (B,) bool, the model's
-        latents of the next frames (None if it has none)).
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """(next frames (B, H, W, 3) or None where the model decoded none, next states (B, S), rewards (B,)
+        float64, success (B,) bool, the model's latents of the next frames (None if it has none)).
 
         Rewards and success come from ``reward_fn`` / ``success_fn`` where given, else from the model.
+        Frames are decoded only where they are observed or the model needs them.
 
         Args:
             history: (B, Tc, H, W, 3) the last observed frames.
@@ -124,7 +151,8 @@ class Imagination:
                 than re-encoding its own decoded frames.
         """
         # The observation before the step, copied only when a reward_fn reads it.
-        before = {PIXELS: history[:, -1].copy(), AGENT_POS: states.copy()} if self.reward_fn else None
+        before = self.observe(history[:, -1], states) if self.reward_fn else None
+        learned = self.reward_fn is None or self.success_fn is None
         prediction = self.model.forward_dynamics(
             history,
             actions[:, None],
@@ -133,11 +161,15 @@ class Imagination:
             steps=self.sampling_steps,
             seed=seed,
             latents=latents,
+            decode=self.observation == "pixels",
+            rewards=learned,
         )
-        frames, next_states = prediction.frames[:, 0], prediction.states[:, 0].astype(np.float32)
-        rewards = prediction.rewards[:, 0].astype(np.float64)
-        success = prediction.success[:, 0] > self.success_threshold
-        after = {PIXELS: frames, AGENT_POS: next_states}
+        frames = None if prediction.frames is None else prediction.frames[:, 0]
+        next_states = prediction.states[:, 0].astype(np.float32)
+        if learned:
+            rewards = prediction.rewards[:, 0].astype(np.float64)
+            success = prediction.success[:, 0] > self.success_threshold
+        after = self.observe(history[:, -1] if frames is None else frames, next_states)
         if self.reward_fn is not None:
             rewards = np.array(
                 [self.reward_fn(_row(before, i), actions[i], _row(after, i)) for i in range(len(actions))], np.float64
@@ -171,8 +203,9 @@ class ForwardDynamicsEnv(gym.Env):
     ``info["clipped_actions"]`` counts them over the episode. NaN or inf raise ``ValueError``.
 
     ## Observation Space
-    The reference env's ``Dict(pixels=Box(uint8, (H, W, 3)), agent_pos=Box(float32))``: imagined
-    frames and states.
+    ``observation="pixels"`` (default): the reference env's ``Dict(pixels=Box(uint8, (H, W, 3)),
+    agent_pos=Box(float32))``, imagined frames and states. ``observation="state"``: ``Dict(agent_pos=...)``
+    alone; no frame is decoded, and with ``reward_fn`` and ``success_fn`` no MoT runs either.
 
     ## Rewards
     The model's learned reward head, or ``reward_fn(obs, action, next_obs)`` when given.
@@ -191,8 +224,8 @@ class ForwardDynamicsEnv(gym.Env):
     ``"default"``), ``embodiment``, ``start`` (default: the reference env), ``reference`` (default:
     the PushBlock env of the embodiment), ``max_episode_steps`` (80), ``sampling_steps`` (denoising
     steps per step, 4), ``reward_fn``, ``success_fn``, ``success_threshold`` (0.5), ``render_mode``
-    (None or "rgb_array"), ``terminate_on_success`` (True; False keeps open-loop comparisons running
-    after a success).
+    (None or "rgb_array"; needs ``observation="pixels"``), ``terminate_on_success`` (True; False keeps
+    open-loop comparisons running after a success), ``observation`` ("pixels" or "state").
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -210,11 +243,17 @@ class ForwardDynamicsEnv(gym.Env):
         success_threshold: float = 0.5,
         render_mode: str | None = None,
         terminate_on_success: bool = True,
+        observation: str = "pixels",
     ) -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r} is not supported; expected None or 'rgb_array'")
+        if render_mode is not None and observation != "pixels":
+            raise ValueError(
+                f"render_mode={render_mode!r} with observation={observation!r}: a state-only env decodes no "
+                "frame to render; expected observation='pixels'"
+            )
         settings = (max_episode_steps, sampling_steps, reward_fn, success_fn, success_threshold, terminate_on_success)
-        self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings)
+        self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings, observation)
         self.observation_space = self.imagination.observation_space
         self.action_space = self.imagination.action_space
         self.render_mode = render_mode
@@ -225,7 +264,7 @@ class ForwardDynamicsEnv(gym.Env):
         self._clipped = 0
 
     def _observation(self) -> dict[str, np.ndarray]:
-        return {PIXELS: self._history[-1].copy(), AGENT_POS: self._state.copy()}
+        return self.imagination.observe(self._history[-1], self._state)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Draw a start from the start source with the env's seeded generator."""
@@ -249,7 +288,8 @@ class ForwardDynamicsEnv(gym.Env):
         frames, states, rewards, success, self._latents = imagination.step(
             self._history[None], self._state[None], clipped[None], seed, self._latents
         )
-        self._history = np.concatenate([self._history[1:], frames[:1]])
+        if frames is not None:  # else the episode continues in the model's latents alone
+            self._history = np.concatenate([self._history[1:], frames[:1]])
         self._state = states[0]
         self._steps += 1
         is_success = bool(success[0])
@@ -292,18 +332,19 @@ class ForwardDynamicsVectorEnv(VectorEnv):
         success_fn: SuccessFn | None = None,
         success_threshold: float = 0.5,
         terminate_on_success: bool = True,
+        observation: str = "pixels",
     ) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r}; expected a positive integer")
         settings = (max_episode_steps, sampling_steps, reward_fn, success_fn, success_threshold, terminate_on_success)
-        self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings)
+        self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings, observation)
         self.num_envs = num_envs
         self.single_observation_space = self.imagination.observation_space
         self.single_action_space = self.imagination.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         tc = self.imagination.context_frames
-        pixels = self.single_observation_space[PIXELS].shape
+        pixels = self.imagination.pixel_space[PIXELS].shape
         self._history = np.zeros((num_envs, tc, *pixels), np.uint8)
         self._state = np.zeros((num_envs, *self.single_observation_space[AGENT_POS].shape), np.float32)
         self._steps = np.zeros(num_envs, np.int64)
@@ -313,7 +354,7 @@ class ForwardDynamicsVectorEnv(VectorEnv):
         self._started = False
 
     def _observations(self) -> dict[str, np.ndarray]:
-        return {PIXELS: self._history[:, -1].copy(), AGENT_POS: self._state.copy()}
+        return self.imagination.observe(self._history[:, -1], self._state)
 
     def _start(self, index: int) -> None:
         start = self.imagination.start_source.draw(self._rngs[index])
@@ -354,7 +395,8 @@ class ForwardDynamicsVectorEnv(VectorEnv):
         frames, states, rewards, success, self._latents = imagination.step(
             self._history, self._state, clipped, seed, self._latents
         )
-        self._history = np.concatenate([self._history[:, 1:], frames[:, None]], 1)
+        if frames is not None:  # else the episodes continue in the model's latents alone
+            self._history = np.concatenate([self._history[:, 1:], frames[:, None]], 1)
         self._state = states
         self._steps += 1
         next_obs = self._observations()

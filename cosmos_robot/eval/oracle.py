@@ -100,8 +100,13 @@ class MuJoCoOracle:
         seed: int = 0,
         pixel_residual: bool | None = None,
         latents: np.ndarray | None = None,
+        decode: bool = True,
+        rewards: bool = True,
     ) -> Prediction:
-        """MuJoCo's own frames, agent states, rewards and success for ``actions`` from the last frame."""
+        """MuJoCo's own frames, agent states, rewards and success for ``actions`` from the last frame.
+
+        The oracle finds its MuJoCo state from the frame, so frames always come back (``decode`` and
+        ``rewards`` change nothing)."""
         if latents is not None:
             raise ValueError(
                 "latents were given; this backend returns none (Prediction.latents is None), expected latents=None"

@@ -65,14 +65,18 @@ def test_deterministic_under_a_seed(env):
     np.testing.assert_array_equal(rollout(), rollout())
 
 
+def x_reward(obs, action, next_obs) -> float:
+    return float(next_obs["agent_pos"][0])
+
+
 def test_imagined_episodes_stay_in_latent_space(smoke_checkpoint):
     # Each step continues from the model's latents, never from its own decoded frame re-encoded: with
     # the deterministic forward prior alone, stepping the env is one multi-step model call.
     model = WorldActionModel.from_pretrained(smoke_checkpoint)
     model.forward_path = "prior"
     actions = np.array([[0.3, 0.0], [0.0, -0.3], [-0.2, 0.2]], np.float32)
-    env = ForwardDynamicsEnv(model, "point", max_episode_steps=5)
-    vector = ForwardDynamicsVectorEnv(2, model, "point", max_episode_steps=2)
+    env = ForwardDynamicsEnv(model, "point", max_episode_steps=5, reward_fn=x_reward)
+    vector = ForwardDynamicsVectorEnv(2, model, "point", max_episode_steps=2, reward_fn=x_reward)
     try:
         obs, _ = env.reset(seed=1)
         whole = model.forward_dynamics(obs["pixels"][None], actions, "point", states=obs["agent_pos"])
@@ -91,6 +95,63 @@ def test_imagined_episodes_stay_in_latent_space(smoke_checkpoint):
     finally:
         env.close()
         vector.close()
+
+
+def test_state_observations_decode_no_frame_and_follow_the_same_rollout(model, monkeypatch):
+    # With the reward and success given, both modes are the forward prior's rollout; only pixels decode.
+    settings = {"reward_fn": x_reward, "success_fn": lambda obs: False, "max_episode_steps": 6}
+    state_env = ForwardDynamicsVectorEnv(2, model, "point", observation="state", **settings)
+    pixel_env = ForwardDynamicsVectorEnv(2, model, "point", **settings)
+    assert state_env.single_observation_space == gym.spaces.Dict(
+        {"agent_pos": pixel_env.single_observation_space["agent_pos"]}
+    )
+    actions = np.random.default_rng(0).uniform(-0.3, 0.3, (4, 2, 2)).astype(np.float32)
+    pixel_env.reset(seed=3)
+    pixel_states = [pixel_env.step(a)[0]["agent_pos"] for a in actions]
+    decodes = []
+    original = model._decode
+    monkeypatch.setattr(model, "_decode", lambda tokens: decodes.append(1) or original(tokens))
+    obs, _ = state_env.reset(seed=3)
+    assert set(obs) == {"agent_pos"}
+    for a, expected in zip(actions, pixel_states, strict=True):
+        obs, rewards, *_ = state_env.step(a)
+        assert set(obs) == {"agent_pos"}
+        np.testing.assert_allclose(obs["agent_pos"], expected, atol=1e-6)
+        np.testing.assert_allclose(rewards, obs["agent_pos"][:, 0], atol=1e-6)
+    assert not decodes
+    state_env.close()
+    pixel_env.close()
+
+
+def test_state_observations_pass_check_env(smoke_checkpoint):
+    env = gym.make(
+        FORWARD_DYNAMICS_ID,
+        checkpoint=str(smoke_checkpoint),
+        embodiment="point",
+        observation="state",
+        reward_fn=x_reward,
+    )
+    check_env(env.unwrapped, skip_render_check=True)
+    assert set(env.observation_space.spaces) == {"agent_pos"}
+    env.close()
+
+
+def test_state_observations_with_learned_rewards_keep_the_frames_the_mot_reads(model):
+    # Without reward_fn the MoT predicts reward from pixels: the env keeps its decoded frames as history.
+    env = ForwardDynamicsEnv(model, "point", sampling_steps=1, observation="state")
+    obs, _ = env.reset(seed=0)
+    start = env._history.copy()
+    obs, reward, *_ = env.step(np.array([0.3, 0.0], np.float32))
+    assert set(obs) == {"agent_pos"} and np.isfinite(reward)
+    assert not np.array_equal(env._history, start)
+    env.close()
+
+
+def test_the_prior_path_needs_a_reward_fn(smoke_checkpoint):
+    model = WorldActionModel.from_pretrained(smoke_checkpoint)
+    model.forward_path = "prior"
+    with pytest.raises(ValueError, match="forward_path='prior' predicts no reward"):
+        ForwardDynamicsEnv(model, "point")
 
 
 def test_truncates_at_max_episode_steps(env):
@@ -146,6 +207,10 @@ def test_bad_arguments_name_the_field(model):
         ForwardDynamicsEnv(model, "point", sampling_steps=0)
     with pytest.raises(ValueError, match="start="):
         ForwardDynamicsEnv(model, "point", start="no/such/thing")
+    with pytest.raises(ValueError, match="observation='depth'"):
+        ForwardDynamicsEnv(model, "point", observation="depth")
+    with pytest.raises(ValueError, match="render_mode='rgb_array' with observation='state'"):
+        ForwardDynamicsEnv(model, "point", observation="state", render_mode="rgb_array")
 
 
 def test_passes_check_env(smoke_checkpoint):
