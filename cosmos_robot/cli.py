@@ -180,7 +180,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
 
     rl = kinds.add_parser("imagination-rl", help="PPO trained in the learned env vs in MuJoCo, both run in MuJoCo")
     _add_model_args(rl, embodiment=False)
-    rl.add_argument("--ppo-steps", type=int, default=16_384, help="PPO environment steps in each world")
+    rl.add_argument("--ppo-steps", type=int, default=200_000, help="PPO environment steps in each world")
     rl.add_argument("--eval-episodes", type=int, default=16, help="MuJoCo episodes per trained policy")
     rl.add_argument("--ppo-seed", type=int, default=0, help="seeds PPO and the learned env's starts")
     rl.add_argument(
@@ -364,7 +364,8 @@ def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
     print(
         f"real return: PPO in imagination {result.real_return_imagination_ppo:.2f}, PPO in MuJoCo "
         f"{result.real_return_mujoco_ppo:.2f}, random {result.real_return_random:.2f}; "
-        f"ratio_real_return {result.ratio_real_return:.3f}; written to {args.json}"
+        f"ratio_real_return {result.ratio_real_return:.3f}; PPO trained in {result.train_seconds_imagination:.0f} s "
+        f"(imagination) / {result.train_seconds_mujoco:.0f} s (MuJoCo); written to {args.json}"
     )
 
 

@@ -1,9 +1,14 @@
-"""Forked processes: refuse at once what would otherwise hang forever.
+"""Forked processes: make torch safe in them, and refuse at once what would otherwise hang forever.
 
-A process forked after its parent has run torch (its thread pool) or created an EGL MuJoCo renderer
-deadlocks on its first torch op or render. gymnasium's ``AsyncVectorEnv`` forks by default and builds
-a first env in the parent before it forks, so its workers would sit at 0 % CPU forever. Spawned and
-forkserver children start clean and are fine, as are children of a parent that used neither.
+A process forked after its parent ran torch inherits torch's intra-op thread pool in a broken state:
+its first parallel op waits forever. With one thread torch never enters that pool, so a process that
+uses torch sets one thread in every child it forks (as PyTorch's own DataLoader workers do; one
+thread per worker is also what N workers on N cores want). An EGL context cannot be inherited at all:
+a child of a parent that created an EGL MuJoCo renderer hangs on its first render, even if the parent
+closed it. gymnasium's ``AsyncVectorEnv`` forks by default after building a first env in the parent
+to read its spaces; our envs make their renderer at the first frame, so that env leaves no context
+behind and the workers start clean. Where a parent did render before forking, the env refuses at once
+with a one-line error naming the fix (spawn or forkserver children start clean).
 """
 
 from __future__ import annotations
@@ -22,11 +27,20 @@ SPAWN_FIX = (
 
 
 def note_use(resource: str) -> None:
-    """Record that this process runs ``resource`` ("torch", "egl"), which forked children cannot inherit."""
+    """Record that this process runs ``resource`` ("torch", "egl"), which forked children cannot inherit
+    as they are; for torch, every child forked from now on starts with one torch thread."""
+    if resource == "torch" and resource not in _FIRST_USED_BY:
+        os.register_at_fork(after_in_child=_one_torch_thread)
     _FIRST_USED_BY.setdefault(resource, os.getpid())
 
 
-def refuse_forked_child(what: str, resources: tuple[str, ...] = ("torch", "egl")) -> None:
+def _one_torch_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def refuse_forked_child(what: str, resources: tuple[str, ...] = ("egl",)) -> None:
     """Raise a one-line error, naming the fix, in a process forked after an ancestor used ``resources``."""
     inherited = sorted(r for r in resources if _FIRST_USED_BY.get(r, os.getpid()) != os.getpid())
     if inherited:

@@ -106,10 +106,9 @@ class PushBlockEnv(gym.Env):
         refuse_forked_child("a PushBlock env", resources=("egl",))
         self.model = mujoco.MjModel.from_xml_string(scene.scene_xml(embodiment))
         self.data = mujoco.MjData(self.model)
-        # Renderers freed late by the garbage collector can wipe a newer EGL context: free them now.
-        gc.collect()
-        self._renderer = mujoco.Renderer(self.model, height=self.height, width=self.width)
-        note_use("egl")
+        # Made at the first frame, not here: an env built only to read its spaces (gymnasium's
+        # AsyncVectorEnv builds one in the parent before it forks) leaves no EGL context to inherit.
+        self._renderer: mujoco.Renderer | None = None
 
         self._block_qadr = [self.model.jnt_qposadr[self.model.joint(n).id] for n in ("block_x", "block_y", "block_yaw")]
         self._goal_mocap = self.model.body("goal").mocapid[0]
@@ -226,6 +225,11 @@ class PushBlockEnv(gym.Env):
 
     # -- helpers ---------------------------------------------------------------------------------
     def _render(self) -> np.ndarray:
+        if self._renderer is None:
+            # Renderers freed late by the garbage collector can wipe a newer EGL context: free them now.
+            gc.collect()
+            self._renderer = mujoco.Renderer(self.model, height=self.height, width=self.width)
+            note_use("egl")
         self._renderer.update_scene(self.data, camera="top")
         return self._renderer.render()
 

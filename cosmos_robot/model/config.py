@@ -34,6 +34,8 @@ class ModelConfig:
         action_loss_weight: weight of action tokens in the flow loss (Cosmos 3: 10).
         forward_prior: the network has a forward prior whose rollout forward-dynamics frames and states
             start from (:mod:`cosmos_robot.model.forward_prior`); False for checkpoints made before it.
+        forward_width: the forward prior's conv width (its cost per env step grows with its square).
+        forward_blocks: the forward prior's FiLM residual blocks.
     """
 
     d_model: int = 128
@@ -54,6 +56,8 @@ class ModelConfig:
     max_text_len: int = 64
     action_loss_weight: float = 10.0
     forward_prior: bool = False
+    forward_width: int = 64
+    forward_blocks: int = 4
 
     def __post_init__(self) -> None:
         if not isinstance(self.forward_prior, bool):
@@ -70,11 +74,15 @@ class ModelConfig:
             "state_width",
             "num_domains",
             "max_text_len",
+            "forward_width",
+            "forward_blocks",
         )
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name}={value!r}; expected a positive integer")
+        if self.forward_width % 8:
+            raise ValueError(f"forward_width={self.forward_width}; expected a multiple of 8 (its GroupNorm groups)")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
         if self.head_dim % 2:

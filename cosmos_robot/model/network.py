@@ -128,7 +128,14 @@ class WorldActionNetwork(nn.Module):
             config.latent_channels, config.latent_grid * config.patch_merge, config.action_width, config.num_domains
         )
         self.forward_prior = (
-            ForwardPrior(config.latent_channels, config.state_width, config.action_width, config.num_domains)
+            ForwardPrior(
+                config.latent_channels,
+                config.state_width,
+                config.action_width,
+                config.num_domains,
+                width=config.forward_width,
+                blocks=config.forward_blocks,
+            )
             if config.forward_prior
             else None
         )
