@@ -116,6 +116,7 @@ RECIPES: dict[str, Recipe] = {
             "ae_batch": 8,
             "forward_steps": 5,
             "forward_batch": 8,
+            "fast_decoder_steps": 5,
             "model_overrides": {"forward_prior": True},
             "val_every": 5,
             "checkpoint_every": 5,

@@ -32,6 +32,7 @@ from cosmos_robot.checkpoint import (
     save_checkpoint,
 )
 from cosmos_robot.datasets.training_set import Batch, TrainingSet
+from cosmos_robot.fast_decoder_training import fast_reconstruction_psnr, train_fast_decoder
 from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
 from cosmos_robot.model.action_prior import PRIOR_CHUNK
 from cosmos_robot.model.batches import PriorBatch, ReasonerInputs, TransitionBatch
@@ -79,6 +80,8 @@ class TrainConfig:
         ae_batch: autoencoder batch.
         ae_object_weight: extra reconstruction weight of pixels far from the background colour
             (``autoencoder_training.object_weights``; 0: plain L1 + MSE).
+        fast_decoder_steps: steps of the fast decoder (``model.tokenizers.FastDecoder``), trained on the
+            frozen autoencoder's latents right after it; forward dynamics then decodes with it (0: none).
         autoencoder: a checkpoint folder whose trained autoencoder (and token statistics) to reuse
             instead of training one (``ae_steps`` is then ignored); saves minutes per experiment.
         val_every: held-out loss every N steps (0: never).
@@ -110,6 +113,7 @@ class TrainConfig:
     ae_steps: int = 1500
     ae_batch: int = 64
     ae_object_weight: float = 0.0
+    fast_decoder_steps: int = 0
     autoencoder: str | None = None
     val_every: int = 500
     checkpoint_every: int = 500
@@ -121,7 +125,7 @@ class TrainConfig:
         self.mode_mix = tuple(float(p) for p in self.mode_mix)
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
-        for name in ("prior_batch", "inverse_batch", "forward_steps"):
+        for name in ("prior_batch", "inverse_batch", "forward_steps", "fast_decoder_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
@@ -203,15 +207,28 @@ class Trainer:
         phase = load_phase(config.out) if resume and not resume_world_model else None
 
         torch.manual_seed(config.seed)
-        self.autoencoder = FrameAutoencoder(model_config.latent_channels, model_config.patch_merge)
+        fast = config.fast_decoder_steps > 0
+        self.autoencoder = FrameAutoencoder(model_config.latent_channels, model_config.patch_merge, fast_decoder=fast)
+        # Whether the fast decoder still needs training: not when it comes with a finished autoencoder.
+        train_fast = fast
         if previous is not None:
             self.autoencoder.load_state_dict(previous.autoencoder.state_dict())
             self.ae_psnr = previous.training["ae_psnr"]
+            self.fast_decoder_psnr = previous.training.get("fast_decoder_psnr")
+            train_fast = False
         elif phase is not None and phase["phase"] == "forward_prior":
             self.autoencoder.load_state_dict(phase["autoencoder"])
             self.ae_psnr = float(phase["ae_psnr"])
+            self.fast_decoder_psnr = phase.get("fast_decoder_psnr")
+            train_fast = False
         elif config.autoencoder is not None:
-            self.autoencoder.load_state_dict(load_autoencoder(config.autoencoder).state_dict())
+            reused = load_autoencoder(config.autoencoder)
+            # A reused autoencoder brings its fast decoder where it has one; else that one is trained here.
+            train_fast = fast and reused.fast_decoder is None
+            state = reused.state_dict()
+            if not fast:
+                state = {k: v for k, v in state.items() if not k.startswith("fast_decoder.")}
+            self.autoencoder.load_state_dict(state, strict=not train_fast)
             self.ae_psnr = reconstruction_psnr(self.autoencoder, self.data.frames("val")[:2048])
         else:
             frames = self.data.frames()
@@ -234,6 +251,21 @@ class Trainer:
             self.autoencoder.fit_token_statistics(
                 frames[torch.randperm(len(frames), generator=torch.Generator().manual_seed(config.seed))[:4096]]
             )
+        if train_fast:
+            # Killed here, a resumed run redoes only this short phase: the autoencoder's is complete.
+            self.autoencoder.requires_grad_(False)
+            self.autoencoder.fast_decoder.requires_grad_(True)
+            train_fast_decoder(
+                self.autoencoder,
+                self.data.frames(),
+                steps=config.fast_decoder_steps,
+                object_weight=config.ae_object_weight,
+                seed=config.seed + 4,
+                progress=progress and self.rank == 0,
+            )
+            self.fast_decoder_psnr = fast_reconstruction_psnr(self.autoencoder, self.data.frames("val")[:2048])
+        elif not fast:
+            self.fast_decoder_psnr = None
         self.autoencoder.requires_grad_(False).eval()
         self.data.prepare(self.autoencoder)
 
@@ -258,6 +290,7 @@ class Trainer:
                         "loop": loop,
                         "autoencoder": self.autoencoder.state_dict(),
                         "ae_psnr": float(self.ae_psnr),
+                        "fast_decoder_psnr": self.fast_decoder_psnr,
                         "seconds": time.perf_counter() - started,
                     }
                 )
@@ -322,10 +355,15 @@ class Trainer:
             "step": self.step,
             "history": self.history,
             "ae_psnr": self.ae_psnr,
+            "fast_decoder_psnr": self.fast_decoder_psnr,
             "forward_prior": self.forward_prior,
             "config": asdict(self.config),
         }
-        return Checkpoint(self.ema, self.autoencoder, entries, window, training=training)
+        ae = self.autoencoder
+        autoencoder_config = {"latent_channels": ae.latent_channels, "patch_merge": ae.patch_merge, "width": 32}
+        if self.autoencoder.fast_decoder is not None:
+            autoencoder_config["fast_decoder"] = True
+        return Checkpoint(self.ema, self.autoencoder, entries, window, autoencoder_config, training=training)
 
     def _training_tensors(self) -> dict[str, torch.Tensor]:
         tensors = {f"model.{k}": v.detach().cpu() for k, v in self.network.state_dict().items()}

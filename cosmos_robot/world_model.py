@@ -64,6 +64,10 @@ class WorldActionModel:
         self.fps = float(checkpoint.window["fps"])
         self.processor = Processor(self.config, checkpoint.embodiments)
         self.forward_path = "full"
+        # Forward dynamics draws its frames with the fast decoder where the checkpoint has one (a learned
+        # env decodes every step); the policy's predicted frames keep the full decoder.
+        self.fast_decoding = self.autoencoder.fast_decoder is not None
+        self._last_decode: tuple[torch.Tensor, np.ndarray, bool] | None = None
 
     @property
     def forward_path(self) -> str:
@@ -212,17 +216,32 @@ class WorldActionModel:
         flat = torch.from_numpy(np.ascontiguousarray(frames_bthwc.reshape(b * t, *frames_bthwc.shape[2:])))
         return self.autoencoder.frames_to_tokens(flat.to(self.device)).view(b, t, self.config.tokens_per_frame, -1)
 
-    def _decode(self, tokens: torch.Tensor) -> np.ndarray:
+    def _decode(self, tokens: torch.Tensor, fast: bool = False) -> np.ndarray:
         b, t = tokens.shape[:2]
-        frames = self.autoencoder.tokens_to_frames(tokens.flatten(0, 1), self.config.latent_grid)
+        frames = self.autoencoder.tokens_to_frames(tokens.flatten(0, 1), self.config.latent_grid, fast=fast)
         return frames.view(b, t, *frames.shape[1:]).cpu().numpy()
 
     def _decode_against(
-        self, tokens: torch.Tensor, reference: np.ndarray, reference_tokens: torch.Tensor
+        self, tokens: torch.Tensor, reference: np.ndarray, reference_tokens: torch.Tensor, fast: bool = False
     ) -> np.ndarray:
         """Decode predicted tokens (B, T, GG, Cf) as a change to the real frame ``reference``
         (:mod:`cosmos_robot.pixel_residual`)."""
-        return keep_unchanged_pixels(self._decode(tokens), self._decode(reference_tokens[:, None])[:, 0], reference)
+        decoded = self._decode(tokens, fast)
+        decoded_reference = self._recall_decode(reference_tokens, fast)
+        self._last_decode = (tokens[:, -1].clone(), decoded[:, -1], fast)
+        return keep_unchanged_pixels(decoded, decoded_reference, reference)
+
+    def _recall_decode(self, tokens: torch.Tensor, fast: bool) -> np.ndarray:
+        """The plain decode (B, H, W, 3) of one frame's tokens (B, GG, Cf). Stepping an env, they are the
+        last call's prediction, decoded then: those rows are reused (exactly equal tokens), the rest decoded."""
+        memo = self._last_decode
+        if memo is None or memo[2] != fast or memo[0].shape != tokens.shape:
+            return self._decode(tokens[:, None], fast)[:, 0]
+        known = (memo[0] == tokens).flatten(1).all(1).cpu().numpy()
+        out = memo[1].copy()
+        if not known.all():
+            out[~known] = self._decode(tokens[torch.from_numpy(~known)][:, None], fast)[:, 0]
+        return out
 
     # -- the three calls ----------------------------------------------------------------------------------
     @torch.no_grad()
@@ -288,9 +307,9 @@ class WorldActionModel:
             future = None
             if decode:
                 future = (
-                    self._decode_against(tokens, reference, reference_tokens)
+                    self._decode_against(tokens, reference, reference_tokens, self.fast_decoding)
                     if pixel_residual
-                    else self._decode(tokens)
+                    else self._decode(tokens, self.fast_decoding)
                 )
             # The prior path predicts no reward: zeros when asked for (the ablation), None when not.
             zeros = np.zeros((b, horizon), np.float32) if rewards else None
@@ -332,9 +351,9 @@ class WorldActionModel:
             gen = sample.tokens
             future_tokens = gen.frames[:, self.context_frames :]
             future = (
-                self._decode_against(future_tokens, reference, reference_tokens)
+                self._decode_against(future_tokens, reference, reference_tokens, self.fast_decoding)
                 if pixel_residual
-                else self._decode(future_tokens)
+                else self._decode(future_tokens, self.fast_decoding)
             )
             out_frames.append(future[:, :n])
             context_pixels = np.concatenate([context_pixels, future], 1)[:, -self.context_frames :]

@@ -116,6 +116,30 @@ def test_what_is_not_read_is_not_computed(model, episode):
     assert mot.frames is not None and mot.rewards.shape == (1, 3)
 
 
+def test_forward_dynamics_draws_with_the_fast_decoder_and_reuses_the_reference_decode(model, episode, monkeypatch):
+    assert model.fast_decoding  # the smoke recipe trains a fast decoder
+    frames, states, actions = episode
+    settings = {"embodiment": "point", "rewards": False}
+    first = model.forward_dynamics(frames[:1], actions[:1], states=states[0], **settings)
+    calls = []
+    original = model._decode
+    monkeypatch.setattr(model, "_decode", lambda tokens, fast=False: calls.append(fast) or original(tokens, fast))
+    carried = {"states": first.states[:, 0], "latents": first.latents}
+    second = model.forward_dynamics(first.frames, actions[1:2], **carried, **settings)
+    assert calls == [True]  # the prediction alone: the reference is the last call's prediction, decoded then
+    model._last_decode = None
+    calls.clear()
+    again = model.forward_dynamics(first.frames, actions[1:2], **carried, **settings)
+    assert calls == [True, True]
+    np.testing.assert_array_equal(second.frames, again.frames)
+    model.fast_decoding = False
+    try:
+        full = model.forward_dynamics(first.frames, actions[1:2], **carried, **settings)
+    finally:
+        model.fast_decoding = True
+    assert calls[2:] == [False, False] and full.frames.shape == second.frames.shape
+
+
 def test_forward_path_is_checked(model):
     with pytest.raises(ValueError, match="forward_path='mot'; expected one of"):
         model.forward_path = "mot"

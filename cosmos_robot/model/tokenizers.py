@@ -26,6 +26,34 @@ def _conv_block(c_in: int, c_out: int, stride: int) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(c_in, c_out, 3, stride, 1), nn.GroupNorm(8, c_out), nn.SiLU())
 
 
+class FastDecoder(nn.Module):
+    """A decoder cheap enough to run every step of a batched learned env: about 1/8 of the decoder's
+    multiply-adds. Two convolutions read each latent cell's neighbourhood; two sub-pixel steps draw
+    its 8x8 pixels. No normalisation layers: their per-frame statistics cost more than the convolutions
+    at this size. Trained after the autoencoder, on its frozen latents (``fast_decoder_training``).
+
+    Args:
+        latent_channels: C of the latent.
+        width: convolution width at latent resolution.
+    """
+
+    def __init__(self, latent_channels: int = 8, width: int = 64) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(latent_channels, width, 3, 1, 1),
+            nn.SiLU(),
+            nn.Conv2d(width, width, 3, 1, 1),
+            nn.SiLU(),
+            nn.PixelShuffle(2),
+            nn.Conv2d(width // 4, 48, 3, 1, 1),
+            nn.PixelShuffle(4),
+        )
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """Latent (N, C, h, w) -> (N, 3, 8h, 8w)."""
+        return self.net(z)
+
+
 class FrameAutoencoder(nn.Module):
     """Convolutional autoencoder, 8x spatial downsampling, with patch-merged tokens.
 
@@ -33,10 +61,15 @@ class FrameAutoencoder(nn.Module):
         latent_channels: C of the 1/8-resolution latent.
         patch_merge: latent patch side merged into one token.
         width: base convolution width.
+        fast_decoder: also hold a :class:`FastDecoder` (``tokens_to_frames(..., fast=True)``).
     """
 
-    def __init__(self, latent_channels: int = 8, patch_merge: int = 2, width: int = 32) -> None:
+    def __init__(
+        self, latent_channels: int = 8, patch_merge: int = 2, width: int = 32, fast_decoder: bool = False
+    ) -> None:
         super().__init__()
+        if not isinstance(fast_decoder, bool):
+            raise ValueError(f"fast_decoder={fast_decoder!r}; expected true or false")
         self.latent_channels = latent_channels
         self.patch_merge = patch_merge
         # Token statistics (the role of a VAE's scaling factor): tanh latents of mostly flat frames have a
@@ -62,6 +95,7 @@ class FrameAutoencoder(nn.Module):
             nn.Upsample(scale_factor=2, mode="nearest"),
             nn.Conv2d(width, 3, 3, 1, 1),
         )
+        self.fast_decoder = FastDecoder(latent_channels) if fast_decoder else None
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """(N, 3, H, W) in [-1, 1] -> latent (N, C, H/8, W/8), squashed to [-1, 1] by tanh."""
@@ -106,10 +140,17 @@ class FrameAutoencoder(nn.Module):
         """uint8 (N, H, W, 3) -> standardised tokens (N, tokens_per_frame, token_dim)."""
         return (self.to_tokens(self.encode(frames_to_float(frames_nhwc))) - self.token_mean) / self.token_std
 
+    def tokens_to_latents(self, tokens: torch.Tensor, grid: int) -> torch.Tensor:
+        """Standardised tokens (N, G*G, token_dim) -> the latent (N, C, h, w) the decoders read."""
+        return self.from_tokens(tokens * self.token_std + self.token_mean, grid)
+
     @torch.no_grad()
-    def tokens_to_frames(self, tokens: torch.Tensor, grid: int) -> torch.Tensor:
-        """Standardised tokens (N, G*G, token_dim) -> uint8 (N, H, W, 3)."""
-        return float_to_frames(self.decode(self.from_tokens(tokens * self.token_std + self.token_mean, grid)))
+    def tokens_to_frames(self, tokens: torch.Tensor, grid: int, fast: bool = False) -> torch.Tensor:
+        """Standardised tokens (N, G*G, token_dim) -> uint8 (N, H, W, 3), by the fast decoder if ``fast``."""
+        if fast and self.fast_decoder is None:
+            raise ValueError("fast=True but this autoencoder has no fast decoder (autoencoder config fast_decoder)")
+        decoder = self.fast_decoder if fast else self.decode
+        return float_to_frames(decoder(self.tokens_to_latents(tokens, grid)))
 
 
 class PatchStem(nn.Module):
