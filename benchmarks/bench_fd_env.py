@@ -4,8 +4,10 @@ MuJoCo steps PushBlockPoint (64x64 render every step) in one process. The learne
 default, or ``--checkpoint``) steps ``batch`` episodes with one model call per step, at batch 1, 16
 and 64, in the configurations RL uses: the reach task's reward and success given as functions of the
 imagined state (``eval imagination-rl``), with pixel observations (frames decoded every step) and with
-state-only observations (no frame decoded: the forward prior alone). For reference, batch 64 is also
-timed with the learned reward and success (the MoT runs every step). Steps per second counts
+state-only observations (no frame decoded: the forward prior alone). Where the checkpoint has a fast
+decoder, pixels are also timed with it (``model.fast_decoding``: off by default, it loses arm2's
+fingertip). For reference, batch 64 is also timed with the learned reward and success (the MoT runs
+every step). Steps per second counts
 environment steps (a batch of 64 is 64 steps).
 
     .venv/bin/python benchmarks/bench_fd_env.py --quick --json out/bench_fd_env.json
@@ -49,7 +51,13 @@ def mujoco_steps_per_s(seconds: float) -> float:
 
 
 def imagined_steps_per_s(
-    model: WorldActionModel, batch: int, observation: str, task_reward: bool, sampling_steps: int, seconds: float
+    model: WorldActionModel,
+    batch: int,
+    observation: str,
+    task_reward: bool,
+    sampling_steps: int,
+    seconds: float,
+    fast_decoding: bool = False,
 ) -> float:
     """Imagined environment steps per second of the vector env at ``batch`` (at least 3 timed calls)."""
     task = {}
@@ -61,6 +69,7 @@ def imagined_steps_per_s(
     envs = ForwardDynamicsVectorEnv(
         batch, model, "point", sampling_steps=sampling_steps, observation=observation, **task
     )
+    model.fast_decoding = fast_decoding
     envs.reset(seed=0)
     rng = np.random.default_rng(0)
     envs.step(rng.uniform(-0.3, 0.3, (batch, 2)).astype(np.float32))  # warm-up
@@ -70,6 +79,7 @@ def imagined_steps_per_s(
         calls += 1
     rate = batch * calls / (time.perf_counter() - started)
     envs.close()
+    model.fast_decoding = False
     return rate
 
 
@@ -92,9 +102,12 @@ def main() -> None:
         ("pixels", "pixels, task reward", "fd_env", True, (1, 16, 64)),
         ("pixels", "pixels, learned reward (MoT)", "fd_env_learned_reward", False, (64,)),
     ]
+    if model.autoencoder.fast_decoder is not None:
+        configurations.insert(2, ("pixels", "pixels, fast decoder", "fd_env_fast_decoder", True, (16, 64)))
     for observation, label, key, task_reward, batches in configurations:
+        fast = key == "fd_env_fast_decoder"
         for batch in batches:
-            rate = imagined_steps_per_s(model, batch, observation, task_reward, args.sampling_steps, seconds)
+            rate = imagined_steps_per_s(model, batch, observation, task_reward, args.sampling_steps, seconds, fast)
             results[f"{key}_steps_per_s_b{batch}"] = rate
             results[f"{key}_vs_mujoco_b{batch}"] = rate / mujoco
             print(f"learned env, {label:<28} batch {batch:>2}: {rate:8.1f} steps/s  ({rate / mujoco:.3f}x MuJoCo)")

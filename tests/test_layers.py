@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("datasets",),
     ("envs",),
     ("policies",),
-    ("collect", "label", "autoencoder_training", "forward_prior_training", "train", "rollout"),
+    ("collect", "label", "autoencoder_training", "fast_decoder_training", "forward_prior_training", "train", "rollout"),
     ("eval",),
     ("recipes",),
     ("demo", "cli"),

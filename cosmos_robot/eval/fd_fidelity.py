@@ -12,6 +12,10 @@ Object level (:mod:`cosmos_robot.eval.objects`): per horizon, the share of imagi
 effector and the block are found and their error in mm against the detection on the MuJoCo frame,
 with the true and with the shuffled actions; and the detector's own floor on the real frames. They
 read exactly the frames the env returns.
+
+Reward and success are not read here, so the env is given them as functions: it then runs in the
+configuration ``benchmarks/bench_fd_env.py`` times for pixel observations (no MoT pass; the frames and
+states are those of the full model, which keeps the forward prior's rollout).
 """
 
 from __future__ import annotations
@@ -160,6 +164,14 @@ def _mean_over_sources(per_source: list[list[float | None]]) -> list[float | Non
     return [_mean_or_none(list(at)) for at in zip(*per_source, strict=True)]
 
 
+def _no_reward(obs: dict[str, np.ndarray], action: np.ndarray, next_obs: dict[str, np.ndarray]) -> float:
+    return 0.0
+
+
+def _never(obs: dict[str, np.ndarray]) -> bool:
+    return False
+
+
 def evaluate_fd(
     model: WorldModel,
     embodiment: str = "point",
@@ -193,6 +205,8 @@ def evaluate_fd(
             sampling_steps=sampling_steps,
             max_episode_steps=horizon + 1,
             terminate_on_success=False,
+            reward_fn=_no_reward,
+            success_fn=_never,
         )
         pred = imagine(envs, starts, real["actions"], seed)
         shuffled = imagine(envs, starts, np.roll(real["actions"], 1, axis=0), seed)

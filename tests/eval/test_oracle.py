@@ -21,7 +21,17 @@ class StandStill(MuJoCoOracle):
     """A broken world model: every predicted frame is the observed one, whatever the actions."""
 
     def forward_dynamics(
-        self, frames, actions, embodiment, states=None, steps=None, seed=0, pixel_residual=None, latents=None
+        self,
+        frames,
+        actions,
+        embodiment,
+        states=None,
+        steps=None,
+        seed=0,
+        pixel_residual=None,
+        latents=None,
+        decode=True,
+        rewards=True,
     ):
         frames, actions = np.asarray(frames), np.asarray(actions)
         b, h = actions.shape[:2]

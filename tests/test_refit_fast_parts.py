@@ -1,0 +1,36 @@
+"""scripts/refit_fast_parts.py: a trained checkpoint gets a fast decoder and a smaller forward prior,
+its MoT and autoencoder untouched."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from cosmos_robot.checkpoint import load_checkpoint
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "refit_fast_parts.py"
+
+
+@pytest.mark.slow
+def test_refit_replaces_the_prior_and_adds_a_fast_decoder(smoke_checkpoint, smoke_data, tmp_path):
+    data_dir = Path(smoke_data[0]).parent
+    out = tmp_path / "fast"
+    args = ["--checkpoint", str(smoke_checkpoint), "--recipe", "smoke", "--data-dir", str(data_dir)]
+    args += ["--out", str(out), "--fast-decoder-steps", "3", "--forward-width", "16", "--forward-steps", "3"]
+    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    assert {"fast_decoder_psnr", "old_prior", "new_prior"} <= set(report)
+    before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
+    assert after.network.config.forward_width == 16 and after.autoencoder.fast_decoder is not None
+    kept = {k: v for k, v in before.network.state_dict().items() if not k.startswith("forward_prior.")}
+    for name, value in kept.items():
+        torch.testing.assert_close(after.network.state_dict()[name], value, rtol=0, atol=0)
+    for name, value in before.autoencoder.state_dict().items():
+        if not name.startswith("fast_decoder."):
+            torch.testing.assert_close(after.autoencoder.state_dict()[name], value, rtol=0, atol=0)
