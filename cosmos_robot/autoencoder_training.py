@@ -33,6 +33,13 @@ def object_weights(x: torch.Tensor, object_weight: float) -> torch.Tensor:
     return 1.0 + object_weight * (x - background).abs().amax(1, keepdim=True)
 
 
+def reconstruction_loss(recon: torch.Tensor, x: torch.Tensor, object_weight: float) -> torch.Tensor:
+    """L1 + MSE of reconstructions of frames x (N, 3, H, W) in [-1, 1], weighted by :func:`object_weights`."""
+    error = recon - x
+    weight = object_weights(x, object_weight)
+    return ((error.abs() + error.pow(2)) * weight).mean() / weight.mean()
+
+
 @torch.no_grad()
 def reconstruction_psnr(autoencoder: FrameAutoencoder, frames_nhwc: torch.Tensor, batch: int = 256) -> float:
     """PSNR (dB) of the autoencoder's reconstructions of uint8 frames."""
@@ -69,10 +76,7 @@ def train_autoencoder(
     for step in tqdm(range(loop.step, steps), initial=loop.step, total=steps, desc="autoencoder", disable=not progress):
         idx = torch.randint(len(frames_nhwc), (min(batch_size, len(frames_nhwc)),), generator=rng)
         x = frames_to_float(frames_nhwc[idx])
-        recon = autoencoder(x)
-        error = recon - x
-        weight = object_weights(x, object_weight)
-        loss = ((error.abs() + error.pow(2)) * weight).mean() / weight.mean()
+        loss = reconstruction_loss(autoencoder(x), x, object_weight)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from tqdm.auto import tqdm
 
-from cosmos_robot.autoencoder_training import object_weights, one_cycle
+from cosmos_robot.autoencoder_training import one_cycle, reconstruction_loss
 from cosmos_robot.metrics import psnr
 from cosmos_robot.model.tokenizers import FrameAutoencoder, float_to_frames, frames_to_float
 from cosmos_robot.phase_checkpoint import NO_SAVER, PhaseSaver
@@ -55,9 +55,7 @@ def train_fast_decoder(
         x = frames_to_float(frames_nhwc[idx])
         with torch.no_grad():
             latents = autoencoder.encode(x)
-        error = decoder(latents) - x
-        weight = object_weights(x, object_weight)
-        loss = ((error.abs() + error.pow(2)) * weight).mean() / weight.mean()
+        loss = reconstruction_loss(decoder(latents), x, object_weight)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
