@@ -204,6 +204,11 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     pol.add_argument(
         "--guidance-scale", type=float, help="classifier-free guidance on the instruction (model; default: the model's)"
     )
+    pol.add_argument(
+        "--action-estimate",
+        choices=("mean", "sample", "prior"),
+        help="where the model's actions come from; 'prior' = the action prior alone (default: the model's)",
+    )
     pol.add_argument("--rerun", help="write a rerun recording of the episodes here (.rrd)")
     pol.add_argument("--json", required=True, help="write the metrics here")
     pol.set_defaults(run=_run_eval_policy)
@@ -382,6 +387,7 @@ def _run_eval_policy(args: argparse.Namespace) -> None:
         "execute_steps": args.execute_steps,
         "temporal_ensemble": args.temporal_ensemble,
         "guidance_scale": args.guidance_scale,
+        "action_estimate": args.action_estimate,
     }
     policy = make_policy(args.policy, args.env, args.checkpoint, **(model_kwargs if args.policy == "model" else {}))
     recorder = PolicyRecorder(args.rerun, fps=CONTROL_HZ) if args.rerun else None

@@ -30,6 +30,8 @@ from cosmos_robot.temporal_ensemble import average_windows, window_starts
 # added to the rollout as well (measured worse against MuJoCo; an ablation). "prior": the prior alone,
 # no MoT pass (reward and success come back 0; an ablation, and the fastest).
 FORWARD_PATHS = ("full", "corrected", "prior")
+# Where the policy's actions come from (see WorldActionModel.policy).
+ACTION_ESTIMATES = ("mean", "sample", "prior")
 # Euler steps of a model call when the caller names none.
 DEFAULT_STEPS = 10
 # Classifier-free guidance of the policy's actions on the instruction (1.0 = off). Training drops the
@@ -392,6 +394,19 @@ class WorldActionModel:
             tokens[torch.from_numpy(fresh)] = self._encode(context[fresh])
         return tokens
 
+    def _action_prior_chunk(self, entry: EmbodimentEntry, tokens: torch.Tensor, state_norm: np.ndarray) -> np.ndarray:
+        """The action prior's normalised chunk (B, T - 1, A), laid out as the generator's action tokens
+        (the actions before the current frame zero), from the current frame's tokens (B, 1, GG, Cf)."""
+        b, a = tokens.shape[0], entry.embodiment.action_dim
+        state = np.zeros((b, self.config.state_width), np.float32)
+        state[:, : state_norm.shape[1]] = state_norm
+        grid = latent_grids(tokens, self.config)[:, 0]
+        domain = torch.full((b,), entry.embodiment.domain_id, device=self.device)
+        chunk = self.network.action_prior(grid, torch.from_numpy(state).to(self.device), domain)
+        chosen = np.zeros((b, self.num_frames - 1, a), np.float32)
+        chosen[:, self.context_frames - 1 :] = chunk[:, : self.num_frames - self.context_frames, :a].cpu().numpy()
+        return chosen
+
     def _prior_rollout(
         self, entry: EmbodimentEntry, context_tokens: torch.Tensor, state: np.ndarray | None, actions: np.ndarray
     ) -> tuple[torch.Tensor, np.ndarray]:
@@ -518,7 +533,10 @@ class WorldActionModel:
                 frames are sampled jointly over ``steps`` (Cosmos 3's policy mode; a draw from the
                 learned action distribution, for multimodal demonstrations). Measured on the default
                 model's held-out expert chunks: action MSE 0.19x / 0.25x the mean-action baseline
-                (point / arm2) for "mean", 0.30x / 0.41x for "sample" at 10 steps (both guided).
+                (point / arm2) for "mean", 0.30x / 0.41x for "sample" at 10 steps (both guided);
+                ``"prior"``: the behaviour-cloning action prior's chunk alone (no MoT pass for the
+                actions; the frames are then generated for them as with "mean"): the ablation that
+                shows what the MoT adds to the policy.
             guidance_scale: classifier-free guidance of the actions on the instruction (None:
                 :data:`POLICY_GUIDANCE`),
                 ``uncond + scale * (cond - uncond)`` with the instruction left out (as training drops
@@ -529,8 +547,8 @@ class WorldActionModel:
         action_estimate = "mean" if action_estimate is None else action_estimate
         guidance_scale = POLICY_GUIDANCE if guidance_scale is None else guidance_scale
         pixel_residual = True if pixel_residual is None else pixel_residual
-        if action_estimate not in ("mean", "sample"):
-            raise ValueError(f"action_estimate={action_estimate!r}; expected 'mean' or 'sample'")
+        if action_estimate not in ACTION_ESTIMATES:
+            raise ValueError(f"action_estimate={action_estimate!r}; expected one of {list(ACTION_ESTIMATES)}")
         if (
             not isinstance(guidance_scale, int | float)
             or isinstance(guidance_scale, bool)
@@ -565,25 +583,29 @@ class WorldActionModel:
         zeros_a = np.zeros((b, t - 1, entry.embodiment.action_dim), np.float32)
         start_time = np.zeros(b)
         reasoner = self._reasoner(entry, observed, state, instruction, start_time)
-        guided = guidance_scale != 1.0
-        template = self._template(entry, b, tokens, zeros_a, states_norm, start_time)
-        plan = make_plan(Mode.POLICY, t, t - 1, self.context_frames)
         rng = torch.Generator().manual_seed(seed)
-        gen = sample_plan(
-            self.network,
-            reasoner,
-            template,
-            plan,
-            steps=1 if action_estimate == "mean" else steps,
-            use_cache=use_cache,
-            rng=rng,
-            cfg_scale=float(guidance_scale) if guided else None,
-            uncond_reasoner=self._reasoner(entry, observed, state, "", start_time) if guided else None,
-        ).tokens
-        actions = gen.actions[:, self.context_frames - 1 :, : entry.embodiment.action_dim].cpu().numpy()
-        if action_estimate == "mean":
-            # One Euler step from t = 1 lands on the x0 estimate; now draw the frames those actions produce.
+        if action_estimate == "prior":
+            chosen = self._action_prior_chunk(entry, observed_tokens[:, -1:], states_norm[:, self.context_frames - 1])
+        else:
+            guided = guidance_scale != 1.0
+            template = self._template(entry, b, tokens, zeros_a, states_norm, start_time)
+            plan = make_plan(Mode.POLICY, t, t - 1, self.context_frames)
+            gen = sample_plan(
+                self.network,
+                reasoner,
+                template,
+                plan,
+                steps=1 if action_estimate == "mean" else steps,
+                use_cache=use_cache,
+                rng=rng,
+                cfg_scale=float(guidance_scale) if guided else None,
+                uncond_reasoner=self._reasoner(entry, observed, state, "", start_time) if guided else None,
+            ).tokens
             chosen = gen.actions[:, :, : entry.embodiment.action_dim].cpu().numpy()
+        actions = chosen[:, self.context_frames - 1 :]
+        if action_estimate != "sample":
+            # "mean": one Euler step from t = 1 lands on the x0 estimate. For it and for the prior's
+            # chunk, now draw the frames those actions produce.
             template = self._template(entry, b, tokens, chosen, states_norm, start_time)
             fd_plan = make_plan(Mode.FORWARD_DYNAMICS, t, t - 1, self.context_frames)
             gen = sample_plan(

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from cosmos_robot.model.stems import latent_grids
 from cosmos_robot.pixel_residual import CHANGE_LEVELS
 from cosmos_robot.world_model import POLICY_GUIDANCE, WorldActionModel
 from tests.golden.make_default_outputs import record_inputs
@@ -170,6 +171,22 @@ def test_policy_action_estimate_mean_is_the_one_pass_estimate(model, episode):
     assert sampled.actions.shape == mean.actions.shape and sampled.frames.shape == mean.frames.shape
     with pytest.raises(ValueError, match="action_estimate='best'"):
         model.policy(frames[0], "point", action_estimate="best")
+
+
+def test_policy_action_estimate_prior_is_the_action_priors_chunk(model, episode):
+    frames, states, _ = episode
+    chunk = model.policy(frames[:2], "point", state=states[:2], steps=2, action_estimate="prior")
+    # The same chunk straight from the prior's network, in raw units.
+    entry = model._entry("point")
+    grid = latent_grids(model._encode(frames[:2, None]), model.config)[:, 0]
+    state = torch.zeros(2, model.config.state_width)
+    state[:, :2] = torch.from_numpy(entry.state_norm.normalize(states[:2]))
+    direct = model.network.action_prior(grid, state, torch.zeros(2, dtype=torch.long))[:, : model.future_frames, :2]
+    expected = model.processor.actions_out("point", direct.detach().numpy())
+    np.testing.assert_allclose(chunk.actions, expected, rtol=1e-4, atol=1e-5)
+    mean = model.policy(frames[:2], "point", state=states[:2], steps=2)
+    assert not np.allclose(chunk.actions, mean.actions)  # the MoT's estimate is a different one
+    assert chunk.frames.shape == mean.frames.shape
 
 
 def test_policy_guidance_extrapolates_from_the_estimate_without_instruction(smoke_checkpoint, episode):

@@ -50,6 +50,9 @@ class WorldModelPolicy:
         seed: seeds the sampling noise (each chunk draws its own seed from it).
         guidance_scale: classifier-free guidance of the actions on the instruction (see
             :meth:`WorldModel.policy`); None uses the model's own default.
+        action_estimate: where the actions come from (see :meth:`WorldModel.policy`: ``"mean"``,
+            ``"sample"``, or ``"prior"`` for the action prior alone, the ablation); None uses the
+            model's own default.
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class WorldModelPolicy:
         use_state: bool = True,
         seed: int = 0,
         guidance_scale: float | None = None,
+        action_estimate: str | None = None,
     ) -> None:
         self.model = load_world_model(model)
         if embodiment not in self.model.embodiments:
@@ -87,6 +91,7 @@ class WorldModelPolicy:
         self.use_state = use_state
         self.seed = seed
         self.guidance_scale = None if guidance_scale is None else float(guidance_scale)
+        self.action_estimate = action_estimate
         self.chunks: list[ChunkPrediction] = []
         self.reset(seed)
 
@@ -141,6 +146,7 @@ class WorldModelPolicy:
             steps=self.steps,
             seed=int(self._rng.integers(2**31)),
             guidance_scale=self.guidance_scale,
+            action_estimate=self.action_estimate,
         )
         actions, frames = chunk.actions[0], chunk.frames[0]
         self.chunks.append(ChunkPrediction(self._step, actions, frames))
