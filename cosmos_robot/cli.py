@@ -179,7 +179,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     rank.set_defaults(run=_run_eval_rank)
 
     rl = kinds.add_parser("imagination-rl", help="PPO trained in the learned env vs in MuJoCo, both run in MuJoCo")
-    _add_model_args(rl, embodiment=False)
+    _add_model_args(rl, embodiment=False, oracle=True)
     rl.add_argument("--ppo-steps", type=int, default=200_000, help="PPO environment steps in each world")
     rl.add_argument("--eval-episodes", type=int, default=16, help="MuJoCo episodes per trained policy")
     rl.add_argument("--ppo-seed", type=int, default=0, help="seeds PPO and the learned env's starts")
@@ -229,8 +229,8 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     lab.set_defaults(run=_run_eval_label)
 
 
-def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True) -> None:
-    oracle = " ('mujoco': MuJoCo itself, the harness's ceiling)" if embodiment else ""
+def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True, oracle: bool | None = None) -> None:
+    oracle = " ('mujoco': MuJoCo itself, the harness's ceiling)" if (embodiment if oracle is None else oracle) else ""
     p.add_argument("--checkpoint", default="default", help=f"checkpoint folder or 'default'{oracle}")
     if embodiment:
         p.add_argument("--embodiment", default="point", help="point or arm2")
@@ -354,11 +354,15 @@ def _run_eval_label(args: argparse.Namespace) -> None:
 
 def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
     from cosmos_robot.eval.imagination_rl import evaluate_imagination_rl
-    from cosmos_robot.world_model import WorldActionModel
+    from cosmos_robot.seeds import IMAGINATION_RL_SEED
 
-    model = WorldActionModel.from_pretrained(args.checkpoint)
+    args.embodiment = "point"  # the reach task's embodiment
+    model = _learned_env_model(args, IMAGINATION_RL_SEED, 0)
+    # The oracle continues the starts it drew itself.
+    start = model.starts() if args.checkpoint == "mujoco" else None
     result = evaluate_imagination_rl(
         model,
+        start=start,
         steps=args.ppo_steps,
         eval_episodes=args.eval_episodes,
         sampling_steps=args.sampling_steps or 2,

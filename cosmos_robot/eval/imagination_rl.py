@@ -23,6 +23,7 @@ import numpy as np
 
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
+from cosmos_robot.envs.start_sources import StartSource
 from cosmos_robot.eval.result import EvalResult
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import AGENT_POS
@@ -167,10 +168,13 @@ def evaluate_imagination_rl(
     seed: int = 0,
     progress: bool = True,
     eval_seed: int = IMAGINATION_RL_SEED,
+    start: StartSource | str | None = None,
 ) -> ImaginationRLResult:
     """Train PPO for ``steps`` in the learned env and in MuJoCo; evaluate both in MuJoCo.
 
-    ``seed`` seeds PPO and the learned env's starts; ``eval_seed`` is the first MuJoCo evaluation episode's seed.
+    ``seed`` seeds PPO and the learned env's starts; ``eval_seed`` is the first MuJoCo evaluation episode's seed;
+    ``start`` is where the learned env's episodes start (None: PushBlockPoint's resets; the MuJoCo
+    oracle passes its own :meth:`~cosmos_robot.eval.oracle.MuJoCoOracle.starts`).
     """
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
@@ -184,6 +188,7 @@ def evaluate_imagination_rl(
         num_envs,
         model,
         "point",
+        start=start,
         sampling_steps=sampling_steps,
         max_episode_steps=EPISODE_STEPS,
         reward_fn=lambda obs, action, next_obs: reach_reward(next_obs[AGENT_POS]),

@@ -22,6 +22,7 @@ import mujoco
 import numpy as np
 
 from cosmos_robot.envs import push_block_embodiment
+from cosmos_robot.envs.start_sources import Start
 from cosmos_robot.interface import ActionChunk, Prediction
 from cosmos_robot.keys import AGENT_POS, PIXELS
 
@@ -74,6 +75,11 @@ class MuJoCoOracle:
         for seed in seeds:
             obs, _ = self.env.reset(seed=int(seed))
             self._remember(obs[PIXELS])
+
+    def starts(self) -> OracleStarts:
+        """A start source (for the learned env) drawing seeded resets of the oracle's env, each
+        remembered as it is drawn: any start the env hands out can be continued."""
+        return OracleStarts(self)
 
     def _remember(self, frame: np.ndarray) -> None:
         state = np.empty(mujoco.mj_stateSize(self.env.model, _STATE))
@@ -228,3 +234,17 @@ class MeanActionLabels(TrueActionLabels):
     def _labels(self, clip: np.ndarray) -> np.ndarray:
         mean = np.concatenate([ep["actions"] for ep in self.recorded]).mean(0)
         return np.repeat(mean[None].astype(np.float32), len(clip) - 1, 0)
+
+
+class OracleStarts:
+    """Seeded resets of a :class:`MuJoCoOracle`'s env, registered with it as they are drawn."""
+
+    def __init__(self, oracle: MuJoCoOracle) -> None:
+        self.oracle = oracle
+
+    def draw(self, rng: np.random.Generator) -> Start:
+        """Reset the oracle's env with a seed from ``rng`` and remember the start."""
+        seed = int(rng.integers(2**31 - 1))
+        obs, _ = self.oracle.env.reset(seed=seed)
+        self.oracle._remember(obs[PIXELS])
+        return Start(np.asarray(obs[PIXELS]).copy(), np.asarray(obs[AGENT_POS], np.float32), {"start_seed": seed})

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from cosmos_robot.cli import main
+from cosmos_robot.eval import fd_fidelity, ranking
 from cosmos_robot.eval.fd_fidelity import evaluate_fd
+from cosmos_robot.eval.imagination_rl import evaluate_imagination_rl
 from cosmos_robot.eval.oracle import MuJoCoOracle
 from cosmos_robot.eval.ranking import evaluate_ranking
 from cosmos_robot.interface import Prediction
@@ -62,6 +64,40 @@ def test_ranking_of_the_oracle_is_the_simulators_own():
     assert result.spearman == pytest.approx(1.0) and result.pearson == pytest.approx(1.0)
     for policy in result.policies:
         assert policy["imagined_return"] == pytest.approx(policy["mujoco_return"], abs=1e-5)
+
+
+def test_the_fd_harness_broken_on_purpose_no_longer_scores_the_oracle(monkeypatch):
+    # "Shuffled" actions that are not shuffled: the oracle then loses nothing, and the check that
+    # passes above (delta_psnr_shuffled > 20) fails - the harness's check has teeth.
+    monkeypatch.setattr(fd_fidelity.np, "roll", lambda a, shift, axis=None: a)
+    oracle = MuJoCoOracle(POINT, seeds=range(EVAL_SEED, EVAL_SEED + 3))
+    result = evaluate_fd(oracle, "point", episodes=3, horizon=8, sampling_steps=1, progress=False)
+    assert result.delta_psnr_shuffled == 0.0 and result.effector_error_mm_shuffled == result.effector_error_mm
+
+
+def test_the_rank_harness_broken_on_purpose_no_longer_ranks_the_oracle(monkeypatch):
+    # The imagined side runs the policies in the opposite order of their noise levels.
+    run_imagined = ranking.run_imagined
+    monkeypatch.setattr(
+        ranking, "run_imagined", lambda model, emb, noise, *rest: run_imagined(model, emb, 1.0 - noise, *rest)
+    )
+    oracle = MuJoCoOracle(POINT, seeds=range(EVAL_SEED + 10_000, EVAL_SEED + 10_003))
+    result = evaluate_ranking(oracle, "point", episodes=3, noises=(0.0, 0.5, 1.0), sampling_steps=1, progress=False)
+    assert result.spearman < 0.0
+
+
+@pytest.mark.slow
+def test_imagination_rl_on_the_oracle_matches_mujoco_and_fails_a_model_that_ignores_actions():
+    # Few PPO steps, so both worlds' PPO are far from converged: the oracle's ratio is ~1 because the
+    # two worlds are one; the stand-still model's policy is no better than random.
+    oracle = MuJoCoOracle(POINT)
+    result = evaluate_imagination_rl(oracle, steps=4096, sampling_steps=1, progress=False, start=oracle.starts())
+    assert result.real_return_mujoco_ppo > 1.5 * result.real_return_random
+    assert 0.85 <= result.ratio_real_return <= 1.15
+    broken = StandStill(POINT)
+    result = evaluate_imagination_rl(broken, steps=4096, sampling_steps=1, progress=False, start=broken.starts())
+    assert result.ratio_real_return < 0.6
+    assert result.real_return_imagination_ppo < 1.2 * result.real_return_random
 
 
 def test_an_unregistered_start_is_a_clear_error():
