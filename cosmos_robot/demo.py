@@ -35,6 +35,7 @@ from cosmos_robot.eval.closed_loop import evaluate_policy, make_policy
 from cosmos_robot.eval.fd_fidelity import evaluate_fd, frame_strip, plot_fd
 from cosmos_robot.eval.labeling import evaluate_labeling, plot_labeling
 from cosmos_robot.eval.recording import PolicyRecorder
+from cosmos_robot.metrics import rate_with_interval
 from cosmos_robot.policies.world_model_policy import WorldModelPolicy
 from cosmos_robot.seeds import EVAL_SEED
 from cosmos_robot.world_model import WorldActionModel
@@ -187,7 +188,8 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     rows = []
     for e, fd in report["forward_dynamics"].items():
         h = [1, len(fd["psnr"]) // 2, len(fd["psnr"])]
-        found = " / ".join(f"{fd['effector_found'][i - 1]:.2f}" for i in h)
+        frames = fd["episodes_per_source"] * len(fd["sources"])
+        found = " / ".join(rate_with_interval(fd["effector_found"][i - 1], frames) for i in h)
         rows.append((e, f"FD effector found in imagined frames, h{h[0]}/h{h[1]}/h{h[2]}", found, "1.00 = always"))
         errors = " / ".join(_mm(fd["effector_error_mm"][i - 1]) for i in h)
         shuffled = " / ".join(_mm(fd["effector_error_mm_shuffled"][i - 1]) for i in h)
@@ -211,22 +213,22 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             rows.append((e, f"FD ablation at h{h[2]}: effector found / error mm / block mm (vs prior alone)", *last))
     for e, lab in report["labeling"].items():
         rows.append((e, "labels R2 vs true actions", f"{lab['r2']:.3f}", "1 = exact"))
-        ratio = lab["replay_success_ratio"]
+        n = lab["episodes"]
+        replay, original = (rate_with_interval(lab[k], n) for k in ("replay_success_rate", "original_success_rate"))
         rows.append(
-            (e, "replayed labels: success / originals'", "-" if ratio is None else f"{ratio:.2f}",
-             f"true actions {lab['true_action_replay_success_rate']:.2f}")
+            (e, "replayed labels: success (originals' in brackets)", f"{replay} [{original}]",
+             f"true actions {rate_with_interval(lab['true_action_replay_success_rate'], n)}")
         )  # fmt: skip
     for e, pol in report["policy"].items():
         rows.append(
-            (e, "policy success rate in MuJoCo (95 % interval)", _rate(pol["model"]),
-             f"expert {pol['pixel-expert']['success_rate']:.2f}, random {pol['random']['success_rate']:.2f}")
+            (e, "policy success rate in MuJoCo (95 % interval, episodes)", _rate(pol["model"]),
+             f"expert {_rate(pol['pixel-expert'])}, random {_rate(pol['random'])}")
         )  # fmt: skip
     return rows
 
 
 def _rate(result: dict[str, Any]) -> str:
-    low, high = result["success_ci95"]
-    return f"{result['success_rate']:.2f} ({low:.2f}-{high:.2f})"
+    return rate_with_interval(result["success_rate"], result["episodes"])
 
 
 def _mm(value: float | None) -> str:

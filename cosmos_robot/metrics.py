@@ -76,3 +76,16 @@ def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float
     centre = (rate + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z * np.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
     return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def rate_with_interval(rate: float, trials: int) -> str:
+    """A rate over ``trials`` as ``"0.90 (0.70-0.97, n=20)"``: its 95 % Wilson interval and its count.
+
+    >>> rate_with_interval(0.9, 20)
+    '0.90 (0.70-0.97, n=20)'
+    """
+    successes = int(round(rate * trials))
+    if abs(successes - rate * trials) > 1e-6 * max(trials, 1):
+        raise ValueError(f"rate={rate!r}; expected a multiple of 1/{trials} (a share of {trials} trials)")
+    low, high = wilson_interval(successes, trials)
+    return f"{rate:.2f} ({low:.2f}-{high:.2f}, n={trials})"

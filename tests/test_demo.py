@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,13 @@ def test_the_demo_writes_the_report_the_plots_and_a_verified_recording(smoke_che
     assert "| point | labels R2 vs true actions |" in (out / "report.md").read_text()
     assert "| point | FD effector found in imagined frames" in (out / "report.md").read_text()
     assert "| point | FD ablation at h" in (out / "report.md").read_text()  # the smoke model has a forward prior
+    # Every rate carries its interval and its count.
+    text = (out / "report.md").read_text()
+    assert re.search(r"\| point \| policy success rate in MuJoCo[^|]*\| \d\.\d\d \(\d\.\d\d-\d\.\d\d, n=\d+\) \|", text)
+    assert re.search(
+        r"\| point \| FD effector found in imagined frames[^|]*\| \d\.\d\d \(\d\.\d\d-\d\.\d\d, n=\d+\) /", text
+    )
+    assert re.search(r"\| point \| replayed labels[^|]*\| \d\.\d\d \(\d\.\d\d-\d\.\d\d, n=\d+\) \[", text)
     assert set(report["forward_dynamics"]["point"]["prior_alone"]) >= {"effector_found", "block_error_mm"}
     rerun = Path(sys.executable).with_name("rerun")
     assert subprocess.run([str(rerun), "rrd", "verify", str(out / "policy.rrd")], capture_output=True).returncode == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosmos_robot.metrics import pearson, psnr, spearman, ssim, wilson_interval
+from cosmos_robot.metrics import pearson, psnr, rate_with_interval, spearman, ssim, wilson_interval
 
 
 def test_psnr_of_identical_and_known_error():
@@ -46,3 +46,10 @@ def test_wilson_intervals_hold_the_rate_and_stay_inside_zero_one():
     assert 0.8 < low < 0.9 and high == 1.0
     narrow, wide = wilson_interval(90, 100), wilson_interval(9, 10)
     assert narrow[1] - narrow[0] < wide[1] - wide[0]
+
+
+def test_a_rate_is_written_with_its_interval_and_count():
+    assert rate_with_interval(0.9, 20) == "0.90 (0.70-0.97, n=20)"
+    assert rate_with_interval(0.0, 24) == "0.00 (0.00-0.14, n=24)"
+    with pytest.raises(ValueError, match="rate=0.33"):
+        rate_with_interval(0.33, 20)  # not a share of 20 trials

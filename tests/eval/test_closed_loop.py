@@ -28,7 +28,7 @@ def test_the_model_policy_runs_closed_loop_and_its_recording_verifies(smoke_chec
     out = tmp_path / "policy.json"
     code = main(
         ["eval", "policy", "--checkpoint", str(smoke_checkpoint), "--episodes", "1", "--denoising-steps", "2"]
-        + ["--guidance-scale", "1.0", "--rerun", str(rrd), "--json", str(out)]
+        + ["--guidance-scale", "1.0", "--action-estimate", "prior", "--rerun", str(rrd), "--json", str(out)]
     )
     assert code == 0
     result = json.loads(out.read_text())

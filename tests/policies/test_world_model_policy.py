@@ -74,6 +74,16 @@ def test_guidance_scale_reaches_the_model(model, first_obs):
     assert default.shape == chunk.shape
 
 
+def test_action_estimate_reaches_the_model(model, first_obs):
+    chunk = WorldModelPolicy(model, "point", steps=2, seed=7, action_estimate="prior").predict_action_chunk(first_obs)[
+        0
+    ]
+    expected = model.policy(
+        first_obs["pixels"], "point", state=first_obs["agent_pos"], steps=2, action_estimate="prior"
+    ).actions[0]
+    np.testing.assert_allclose(chunk, expected, rtol=1e-5, atol=1e-6)  # the prior's chunk draws no noise
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
