@@ -26,15 +26,15 @@ from cosmos_robot.envs.gym_adapter import make_env
 from cosmos_robot.policies.scripted import ScriptedExpert
 
 
-def raw_frames_per_second(env_id: str, episodes: int, noise: float) -> tuple[float, int]:
+def raw_frames_per_second(env_id: str, episodes: int, noise: float, seed: int = 0) -> tuple[float, int]:
     """Step + render with the same expert and seeds as ``collect``, writing nothing."""
     env = make_env(env_id)
     expert = ScriptedExpert.for_env(env, noise=noise)
     frames = 0
     started = time.perf_counter()
     for k in range(episodes):
-        obs, info = env.reset(seed=k)
-        expert.reset(seed=k)
+        obs, info = env.reset(seed=seed + k)
+        expert.reset(seed=seed + k)
         while True:
             obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
             frames += 1
@@ -48,6 +48,7 @@ def raw_frames_per_second(env_id: str, episodes: int, noise: float) -> tuple[flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer episodes, one env (under a minute)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first episode (both sides)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
 
@@ -62,7 +63,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="bench_collect-"))
     try:
         for env_id in env_ids:
-            raw_fps, raw_frames = raw_frames_per_second(env_id, episodes, noise)
+            raw_fps, raw_frames = raw_frames_per_second(env_id, episodes, noise, args.seed)
             row = {"raw_fps": raw_fps, "frames": raw_frames}
             for label, video in (("video", True), ("images", False)):
                 summary = collect(
@@ -70,7 +71,7 @@ def main() -> None:
                     episodes,
                     scratch / f"{label}",
                     noise=noise,
-                    seed=0,
+                    seed=args.seed,
                     video=video,
                     overwrite=True,
                     progress=False,

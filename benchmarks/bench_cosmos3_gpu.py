@@ -51,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per setting")
     parser.add_argument("--steps", type=int, default=4, help="sampling steps per chunk")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the random weights and the frame")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -61,11 +62,13 @@ def main() -> None:
     stats = {"point": {"q01": [-0.3, -0.3], "q99": [0.3, 0.3]}}
     results: dict[str, float] = {}
     for name, build in (("tiny", tiny_random_pipeline), ("mid", mid_size_pipeline)):
-        pipeline = build().to("cuda")
+        pipeline = (build(args.seed) if build is mid_size_pipeline else build()).to("cuda")
         params = sum(p.numel() for p in pipeline.transformer.parameters())
         results[f"{name}_transformer_params"] = float(params)
         for size in (64, 480):
-            frame = np.random.default_rng(0).integers(0, 255, (size, size * 4 // 3 if size > 64 else size, 3), np.uint8)
+            frame = np.random.default_rng(args.seed).integers(
+                0, 255, (size, size * 4 // 3 if size > 64 else size, 3), np.uint8
+            )
             backend = Cosmos3Backend(
                 pipeline, stats, image_size=size, num_inference_steps=args.steps, instructions={"point": "push"}
             )

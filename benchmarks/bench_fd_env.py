@@ -35,10 +35,11 @@ from cosmos_robot.keys import AGENT_POS
 from cosmos_robot.world_model import WorldActionModel
 
 
-def mujoco_steps_per_s(seconds: float) -> float:
+def mujoco_steps_per_s(seconds: float, seed: int = 0) -> float:
     """Step + render rate of the real PushBlockPoint env (resets included)."""
     env = gym.make(PUSH_BLOCK_IDS["point"])
-    env.reset(seed=0)
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
     steps, started = 0, time.perf_counter()
     while time.perf_counter() - started < seconds:
         _, _, terminated, truncated, _ = env.step(env.action_space.sample())
@@ -58,6 +59,7 @@ def imagined_steps_per_s(
     sampling_steps: int,
     seconds: float,
     fast_decoding: bool = False,
+    seed: int = 0,
 ) -> float:
     """Imagined environment steps per second of the vector env at ``batch`` (at least 3 timed calls)."""
     task = {}
@@ -70,8 +72,8 @@ def imagined_steps_per_s(
         batch, model, "point", sampling_steps=sampling_steps, observation=observation, **task
     )
     model.fast_decoding = fast_decoding
-    envs.reset(seed=0)
-    rng = np.random.default_rng(0)
+    envs.reset(seed=seed)
+    rng = np.random.default_rng(seed)
     envs.step(rng.uniform(-0.3, 0.3, (batch, 2)).astype(np.float32))  # warm-up
     calls, started = 0, time.perf_counter()
     while calls < 3 or time.perf_counter() - started < seconds:
@@ -89,12 +91,13 @@ def main() -> None:
     parser.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
     parser.add_argument("--sampling-steps", type=int, default=4, help="denoising steps where the MoT runs")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model = WorldActionModel.from_pretrained(args.checkpoint)
     seconds = 2.0 if args.quick else 8.0
-    mujoco = mujoco_steps_per_s(2 * seconds)
+    mujoco = mujoco_steps_per_s(2 * seconds, args.seed)
     results = {"mujoco_steps_per_s": mujoco, "sampling_steps": args.sampling_steps, "threads": args.threads}
     print(f"MuJoCo step + render (PushBlockPoint 64x64): {mujoco:.0f} steps/s")
     configurations = [
@@ -107,7 +110,9 @@ def main() -> None:
     for observation, label, key, task_reward, batches in configurations:
         fast = key == "fd_env_fast_decoder"
         for batch in batches:
-            rate = imagined_steps_per_s(model, batch, observation, task_reward, args.sampling_steps, seconds, fast)
+            rate = imagined_steps_per_s(
+                model, batch, observation, task_reward, args.sampling_steps, seconds, fast, args.seed
+            )
             results[f"{key}_steps_per_s_b{batch}"] = rate
             results[f"{key}_vs_mujoco_b{batch}"] = rate / mujoco
             print(f"learned env, {label:<28} batch {batch:>2}: {rate:8.1f} steps/s  ({rate / mujoco:.3f}x MuJoCo)")

@@ -32,11 +32,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="two videos, two settings")
     parser.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser.add_argument("--seed", type=int, default=700_000, help="seed of the first recorded episode")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model = WorldActionModel.from_pretrained(args.checkpoint)
-    episodes = record_episodes("cosmos_robot/PushBlockPoint-v0", 2 if args.quick else 6, seed=700_000)
+    episodes = record_episodes("cosmos_robot/PushBlockPoint-v0", 2 if args.quick else 6, seed=args.seed)
     settings = [(1, 10), (2, 4)] if args.quick else [(1, 10), (1, 4), (2, 4), (4, 4)]
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:

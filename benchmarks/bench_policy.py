@@ -78,13 +78,14 @@ def main() -> None:
     parser.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default'")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--repeats", type=int, help="timed calls per setting (default 5 quick, 20 full)")
+    parser.add_argument("--seed", type=int, default=900_000, help="seed of the observation's reset")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     repeats = args.repeats or (5 if args.quick else 20)
 
     env = gym.make("cosmos_robot/PushBlockPoint-v0")
-    obs, _ = env.reset(seed=900_000)
+    obs, _ = env.reset(seed=args.seed)
     env.close()
     model = WorldActionModel.from_pretrained(args.checkpoint)
     results: dict[str, float] = {"ours_chunk_length": float(model.future_frames)}

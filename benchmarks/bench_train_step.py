@@ -42,13 +42,14 @@ def matmul_flops_per_s(size: int = 1024, repeats: int = 10) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer steps (under a minute)")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the weights and the inputs")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--preset", default="small", help="model preset")
     parser.add_argument("--batch", type=int, default=16, help="samples per step")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     network = WorldActionNetwork(preset(args.preset)).train()
     optimizer = torch.optim.AdamW(network.parameters(), lr=1e-4)
     frames, actions = 4, 3

@@ -40,6 +40,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="20 steps instead of 60")
     parser.add_argument("--preset", default="small", help="model preset")
     parser.add_argument("--batch-size", type=int, default=16, help="global batch")
+    parser.add_argument("--seed", type=int, default=0, help="seeds both training runs")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     steps = 20 if args.quick else 60
@@ -48,7 +49,8 @@ def main() -> None:
         data_dir = Path(tmp) / "data"
         prepare_data(get_recipe("smoke"), data_dir, progress=False)
         common = ["train", "--recipe", "smoke", "--data-dir", str(data_dir), "--preset", args.preset,
-                  "--train-steps", str(steps), "--batch-size", str(args.batch_size)]  # fmt: skip
+                  "--train-steps", str(steps), "--batch-size", str(args.batch_size),
+                  "--seed", str(args.seed)]  # fmt: skip
         single = samples_per_s(
             [sys.executable, "-m", "cosmos_robot.cli", *common, "--threads", "2", "--out", f"{tmp}/one"], env
         )

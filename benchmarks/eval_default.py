@@ -51,6 +51,9 @@ def main() -> None:
     parser.add_argument("--data-dir", default="out/heldout")
     parser.add_argument("--quick", action="store_true", help="5 episodes per dataset instead of 20")
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument(
+        "--seed", type=int, default=EVAL_SEED, help="first held-out episode seed (datasets at +10000 steps)"
+    )
     parser.add_argument("--json", help="write all metrics here")
     parser.add_argument(
         "--plain-decode",
@@ -64,14 +67,14 @@ def main() -> None:
     for k, embodiment in enumerate(("point", "arm2")):
         noisy = evaluate_offline(
             model,
-            heldout(Path(args.data_dir), embodiment, 0.3, episodes, EVAL_SEED + 10_000 * (2 * k + 1)),
+            heldout(Path(args.data_dir), embodiment, 0.3, episodes, args.seed + 10_000 * (2 * k + 1)),
             steps=args.steps,
             progress=False,
             pixel_residual=not args.plain_decode,
         )
         expert = evaluate_offline(
             model,
-            heldout(Path(args.data_dir), embodiment, 0.0, episodes, EVAL_SEED + 10_000 * 2 * k),
+            heldout(Path(args.data_dir), embodiment, 0.0, episodes, args.seed + 10_000 * 2 * k),
             steps=args.steps,
             progress=False,
             pixel_residual=not args.plain_decode,

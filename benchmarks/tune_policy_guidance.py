@@ -26,7 +26,7 @@ from cosmos_robot.eval.offline import policy_chunks  # noqa: E402
 from cosmos_robot.keys import ACTION, OBS_STATE  # noqa: E402
 from cosmos_robot.world_model import WorldActionModel  # noqa: E402
 
-TUNING_SEEDS = {"point": 320_000, "arm2": 330_000}
+FIRST_TUNING_SEED = 320_000  # point; arm2 at + 10000
 
 
 def main() -> None:
@@ -36,10 +36,14 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--scales", type=float, nargs="+", default=[1.0, 1.25, 1.5, 1.75, 2.0, 2.5])
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument(
+        "--seed", type=int, default=FIRST_TUNING_SEED, help="first tuning episode seed (point; arm2 +10000)"
+    )
+    parser.add_argument("--sampling-seed", type=int, default=0, help="seeds the policy's sampling noise")
     args = parser.parse_args()
     model = WorldActionModel.from_pretrained(args.checkpoint)
     ratios = {scale: [] for scale in args.scales}
-    for embodiment, seed in TUNING_SEEDS.items():
+    for embodiment, seed in {"point": args.seed, "arm2": args.seed + 10_000}.items():
         data = open_episodes(heldout(Path(args.data_dir), embodiment, 0.0, args.episodes, seed)).to_memory()
         camera, mean_action = data.image_keys[0], data.data[ACTION].mean(0)
         for scale in args.scales:
@@ -53,7 +57,7 @@ def main() -> None:
                     data.data[OBS_STATE][start:stop],
                     data.data[ACTION][start:stop],
                     steps=args.steps,
-                    seed=0,
+                    seed=args.sampling_seed,
                     guidance_scale=scale,
                 )
                 predicted.append(p)
