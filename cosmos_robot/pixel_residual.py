@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 # Grey levels of decoded change at which a predicted pixel is the decoder's alone; chosen on tuning
-# episodes (seeds.TUNING_SEED and up), not on evaluation episodes.
+# episodes (seeds 340000+), not on evaluation episodes, by benchmarks/tune_change_levels.py.
 CHANGE_LEVELS = 64.0
 
 
