@@ -1,7 +1,7 @@
 """Labeling speed: frames per second labeled by inverse dynamics, against real time, one run.
 
 Renders seeded PushBlockPoint episodes to mp4 (expert, 80 frames or fewer), then times
-``cosmos_robot.label.label`` end to end (decode, resize, inverse dynamics, LeRobot write) for a few
+``cosmos_robot.labeler.label`` end to end (decode, resize, inverse dynamics, LeRobot write) for a few
 (stride, denoising steps) settings. The ratio is against real time at the model's frame rate
 (10 fps): 10x real time is 100 labeled frames/s.
 
@@ -23,7 +23,7 @@ import torch
 from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.datasets.video_io import write_video
 from cosmos_robot.eval.labeling import record_episodes
-from cosmos_robot.label import label
+from cosmos_robot.labeler import label
 from cosmos_robot.world_model import WorldActionModel
 
 

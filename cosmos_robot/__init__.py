@@ -1,7 +1,8 @@
 """cosmos_robot: a Mixture-of-Transformers world-action model as a gym env, a video labeler and a policy.
 
 Importing the package registers its gymnasium environments (``cosmos_robot/PushBlockPoint-v0``, ...);
-``from cosmos_robot import WorldActionModel, ForwardDynamicsEnv, WorldModelPolicy`` gives the main classes.
+``from cosmos_robot import WorldActionModel, ForwardDynamicsEnv, WorldModelPolicy, label`` gives the main
+classes and the labeling function.
 """
 
 import os
@@ -21,6 +22,7 @@ _EXPORTS = {
     "ForwardDynamicsEnv": "cosmos_robot.envs.forward_dynamics",
     "ForwardDynamicsVectorEnv": "cosmos_robot.envs.forward_dynamics",
     "WorldModelPolicy": "cosmos_robot.policies.world_model_policy",
+    "label": "cosmos_robot.labeler",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -442,7 +442,7 @@ def _add_label(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_label(args: argparse.Namespace) -> None:
-    from cosmos_robot.label import label
+    from cosmos_robot.labeler import label
 
     out = label(
         args.input,

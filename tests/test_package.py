@@ -16,6 +16,10 @@ def test_the_main_classes_are_at_the_top_level():
 
     assert WorldActionModel is FromModule and ForwardDynamicsEnv.__name__ == "ForwardDynamicsEnv"
     assert isinstance(WorldActionModel.from_pretrained("default"), WorldModel) and WorldModelPolicy
+    from cosmos_robot import label
+    from cosmos_robot.labeler import label as label_function
+
+    assert label is label_function and callable(label)  # the function, not a module of that name
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         cosmos_robot.Nope  # noqa: B018
 

@@ -2,7 +2,7 @@
 
 :class:`Cosmos3Backend` implements the calls the tools use (``forward_dynamics``,
 ``inverse_dynamics``, ``policy``, plus ``embodiments``, ``fps``, ``num_frames``, ...), so
-:class:`ForwardDynamicsEnv`, :func:`cosmos_robot.label.label` and :class:`WorldModelPolicy` run on it
+:class:`ForwardDynamicsEnv`, :func:`cosmos_robot.labeler.label` and :class:`WorldModelPolicy` run on it
 unchanged: both satisfy :class:`cosmos_robot.interface.WorldModel` with the same signatures. It
 handles what users of Cosmos 3 otherwise get wrong:
 

@@ -1,7 +1,7 @@
 """Labeling accuracy against MuJoCo, UWM's protocol, with a supervised (VPT-style) baseline.
 
 Seeded MuJoCo episodes (half expert, half noisy expert at 0.3) are rendered to mp4, labeled by
-:func:`cosmos_robot.label.label`, and compared with the true actions: per-dimension MSE and R^2, and
+:func:`cosmos_robot.labeler.label`, and compared with the true actions: per-dimension MSE and R^2, and
 ``r2`` over all dimensions. Replay: the labeled actions run open loop in MuJoCo from the same seeded
 start; ``replay_success_ratio`` is the replays' success rate over the original episodes', and the
 final block positions are compared (replaying the true actions is reported too: it must succeed).
@@ -29,7 +29,7 @@ from cosmos_robot.eval.offline import r2_per_dim
 from cosmos_robot.eval.result import EvalResult, example_field
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import ACTION
-from cosmos_robot.label import label
+from cosmos_robot.labeler import label
 from cosmos_robot.policies.scripted import ScriptedExpert
 from cosmos_robot.rollout import replay_actions, run_episode
 from cosmos_robot.seeds import LABELING_SEED

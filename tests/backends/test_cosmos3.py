@@ -11,7 +11,7 @@ from cosmos_robot.datasets.lerobot_io import read_lerobot
 from cosmos_robot.datasets.video_io import write_video
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsEnv
 from cosmos_robot.keys import ACTION
-from cosmos_robot.label import label
+from cosmos_robot.labeler import label
 from cosmos_robot.policies.world_model_policy import WorldModelPolicy
 from cosmos_robot.world_model import WorldActionModel
 

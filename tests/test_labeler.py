@@ -15,7 +15,7 @@ from cosmos_robot.datasets.lerobot_io import LeRobotWriter, read_lerobot
 from cosmos_robot.datasets.video_io import write_video
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.keys import ACTION
-from cosmos_robot.label import SPREAD, fit_action_decoder, label
+from cosmos_robot.labeler import SPREAD, fit_action_decoder, label
 from cosmos_robot.policies.scripted import ScriptedExpert
 from cosmos_robot.world_model import WorldActionModel
 
