@@ -10,6 +10,10 @@ one process is handled.
 from __future__ import annotations
 
 import gc
+import importlib
+import pkgutil
+import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -42,30 +46,92 @@ SUCCESS_FNS: dict[str, Callable[[dict[str, Any]], bool]] = {
 }
 
 
-class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Wraps an ``rgb_array`` MuJoCo env so it observes ``{"pixels": uint8 (H, W, 3), "agent_pos": float32}``.
+class ModelRenderer:
+    """Renders a MuJoCo env's own ``model`` and ``data`` with ``mujoco.Renderer``: for envs whose
+    constructor takes none of gymnasium MuJoCo's rendering arguments (``render_mode``, ``width``,
+    ``height``, camera), or that render nothing at all.
 
     Args:
-        env: a gymnasium env made with ``render_mode="rgb_array"``.
-        success_fn: maps a step's ``info`` to success; the env's own ``is_success`` wins if it sets one.
+        base: the unwrapped env; it must expose ``model`` (``mujoco.MjModel``) and ``data``.
+        width, height: image size.
+        camera_config: a free-camera config (distance, elevation, azimuth, lookat); None frames the
+            whole model (MuJoCo's default free camera).
+        camera_name: a named camera of the model instead.
     """
 
-    def __init__(self, env: gym.Env, success_fn: Callable[[dict[str, Any]], bool] | None = None) -> None:
+    def __init__(
+        self,
+        base: Any,
+        width: int,
+        height: int,
+        camera_config: dict[str, Any] | None = None,
+        camera_name: str | None = None,
+    ) -> None:
+        import mujoco
+
+        model, data = getattr(base, "model", None), getattr(base, "data", None)
+        if not isinstance(model, mujoco.MjModel) or not isinstance(data, mujoco.MjData):
+            raise ValueError(
+                f"env={base} has no MuJoCo model and data (env.unwrapped.model / .data); expected a MuJoCo env"
+            )
+        self.width, self.height, self.data = width, height, data
+        # The offscreen buffer must hold the image; models declare a small one by default.
+        model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+        model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+        self.renderer = mujoco.Renderer(model, height, width)
+        if camera_name is not None:
+            if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera_name) < 0:
+                raise ValueError(f"camera_name={camera_name!r} is not a camera of the env's model")
+            self.camera: Any = camera_name
+        else:
+            self.camera = mujoco.MjvCamera()
+            mujoco.mjv_defaultFreeCamera(model, self.camera)
+            for key, value in (camera_config or {}).items():
+                if key != "trackbodyid":
+                    setattr(self.camera, key, value)
+
+    def render(self) -> np.ndarray:
+        """The current frame, uint8 (height, width, 3)."""
+        self.renderer.update_scene(self.data, camera=self.camera)
+        return self.renderer.render().copy()
+
+    def close(self) -> None:
+        """Free the renderer's context."""
+        self.renderer.close()
+
+
+class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Wraps a MuJoCo env so it observes ``{"pixels": uint8 (H, W, 3), "agent_pos": float32}``.
+
+    Args:
+        env: a gymnasium env made with ``render_mode="rgb_array"``, or any MuJoCo env when ``renderer``
+            is given.
+        success_fn: maps a step's ``info`` to success; the env's own ``is_success`` wins if it sets one.
+        renderer: draws the frames instead of ``env.render()`` (a :class:`ModelRenderer`).
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        success_fn: Callable[[dict[str, Any]], bool] | None = None,
+        renderer: ModelRenderer | None = None,
+    ) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, success_fn=success_fn)  # lets gymnasium re-make it
         gym.Wrapper.__init__(self, env)
-        if env.render_mode != "rgb_array":
+        if renderer is None and env.render_mode != "rgb_array":
             raise ValueError(
                 f"render_mode={env.render_mode!r} for {env.spec.id if env.spec else env}; expected 'rgb_array'"
             )
-        if not isinstance(env.observation_space, spaces.Box):
+        if not isinstance(env.observation_space, spaces.Box) or len(env.observation_space.shape) != 1:
             raise ValueError(
                 f"observation_space={env.observation_space} of {env.spec.id if env.spec else env}; "
                 "expected a flat Box state vector to use as agent_pos"
             )
         self._success_fn = success_fn
+        self._renderer = renderer
         base = env.unwrapped
         _make_rendering_cheap(base)
-        height, width = base.height, base.width
+        height, width = (renderer.height, renderer.width) if renderer else (base.height, base.width)
         state = env.observation_space
         self.observation_space = spaces.Dict(
             {
@@ -75,7 +141,7 @@ class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
         )
 
     def _observe(self, state: np.ndarray) -> dict[str, np.ndarray]:
-        pixels = np.ascontiguousarray(self.env.render())
+        pixels = np.ascontiguousarray(self._renderer.render() if self._renderer else self.env.render())
         return {PIXELS: pixels, AGENT_POS: np.asarray(state, dtype=np.float32)}
 
     def _with_success(self, info: dict[str, Any]) -> dict[str, Any]:
@@ -103,13 +169,17 @@ class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def close(self) -> None:
         """Close and collect now, so the renderer's EGL context is freed before another env is made."""
+        if self._renderer is not None:
+            self._renderer.close()
         super().close()
         gc.collect()
 
 
 def _make_rendering_cheap(base: Any) -> None:
     """No anti-aliasing and no shadows: the two dominant CPU rendering costs."""
-    model = base.model
+    model = getattr(base, "model", None)
+    if model is None:
+        return
     model.vis.quality.offsamples = 0
     model.vis.quality.shadowsize = 0
     model.light_castshadow[:] = 0
@@ -139,10 +209,7 @@ def make_env(
     """
     validate_image_size("width", width)
     validate_image_size("height", height)
-    if env_id not in gym.registry:
-        raise ValueError(
-            f"env={env_id!r} is not a registered gymnasium id; e.g. cosmos_robot/PushBlockPoint-v0, Reacher-v5"
-        )
+    env_id = resolve_env_id(env_id)
     require_egl()
     gc.collect()  # free renderers of envs dropped without close() before making a new context
     if env_id.startswith("cosmos_robot/"):
@@ -152,6 +219,57 @@ def make_env(
         camera["camera_name"] = camera_name
     camera = {k: v for k, v in camera.items() if v is not None}
     refuse_forked_child(f"env={env_id!r}", resources=("egl",))
-    env = gym.make(env_id, render_mode="rgb_array", width=width, height=height, **camera, **kwargs)
+    try:
+        env = gym.make(env_id, render_mode="rgb_array", width=width, height=height, **camera, **kwargs)
+        renderer = None
+    except TypeError as error:
+        if "unexpected keyword argument" not in str(error):
+            raise
+        # Its constructor takes none of gymnasium MuJoCo's rendering arguments: render its model ourselves.
+        env = gym.make(env_id, **kwargs)
+        renderer = ModelRenderer(env.unwrapped, width, height, camera.get("default_camera_config"), camera_name)
     note_use("egl")
-    return PixelsAgentPos(env, success_fn=SUCCESS_FNS.get(env_id))
+    return PixelsAgentPos(env, success_fn=SUCCESS_FNS.get(env_id), renderer=renderer)
+
+
+# Installed packages whose names start with this register gymnasium envs on import (LeRobot's plugin
+# convention for envs).
+ENV_PLUGIN_PREFIX = "lerobot_env_"
+
+
+def resolve_env_id(env_id: str) -> str:
+    """The registered gymnasium id behind ``env_id``.
+
+    ``module:EnvId`` (gymnasium's form) imports ``module`` first, so a package's own registration
+    runs. An id that is still unknown is looked for in installed env plugins (top-level packages named
+    ``lerobot_env_*``, imported once) before it is an error.
+    """
+    if not isinstance(env_id, str) or not env_id:
+        raise ValueError(f"env={env_id!r}; expected a gymnasium id such as 'Reacher-v5' or 'package.module:EnvId-v0'")
+    if ":" in env_id:
+        module, _, name = env_id.partition(":")
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ValueError(
+                f"env={env_id!r}: cannot import {module!r} ({error}); expected an installed module"
+            ) from None
+        env_id = name
+    if env_id not in gym.registry:
+        _import_env_plugins()
+    if env_id not in gym.registry:
+        raise ValueError(
+            f"env={env_id!r} is not a registered gymnasium id; e.g. cosmos_robot/PushBlockPoint-v0, Reacher-v5, "
+            "or 'package.module:EnvId-v0' to import the package that registers it"
+        )
+    return env_id
+
+
+def _import_env_plugins() -> None:
+    """Import every installed ``lerobot_env_*`` package (they register their envs on import)."""
+    for module in pkgutil.iter_modules():
+        if module.name.startswith(ENV_PLUGIN_PREFIX) and module.name not in sys.modules:
+            try:
+                importlib.import_module(module.name)
+            except Exception as error:  # noqa: BLE001  (one broken plugin must not hide the others)
+                warnings.warn(f"env plugin {module.name!r} failed to import: {error}", stacklevel=3)

@@ -139,7 +139,13 @@ def make_start_source(start: str | os.PathLike | gym.Env | StartSource) -> Start
     text = str(start)
     if Path(text).exists():
         return DatasetStarts(text)
-    if text in gym.registry:
+    from cosmos_robot.envs.gym_adapter import resolve_env_id
+
+    try:
+        env_id = resolve_env_id(text)
+    except ValueError:
+        env_id = None
+    if env_id is not None:
         return EnvStarts(text)
     raise ValueError(
         f"start={text!r} is neither a dataset folder nor a registered gymnasium id; expected e.g. "

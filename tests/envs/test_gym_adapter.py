@@ -64,3 +64,46 @@ def test_push_block_ids_pass_through():
     obs, _ = env.reset(seed=0)
     assert obs["pixels"].shape == (32, 32, 3)
     env.close()
+
+
+THIRD_PARTY = "tests.envs.third_party_env:ThirdPartySlider-v0"
+
+
+def _red_column(pixels: np.ndarray) -> float:
+    red = (pixels[..., 0] > 150) & (pixels[..., 1] < 80)
+    return float(np.argwhere(red)[:, 1].mean())
+
+
+def test_a_third_party_env_with_its_own_constructor_renders_through_its_model():
+    # module:EnvId imports the module (which registers the id); the constructor takes no render
+    # arguments, so the adapter draws the env's own MuJoCo model.
+    env = make_env(THIRD_PARTY, width=64, height=64)
+    obs, info = env.reset(seed=0)
+    assert obs["pixels"].shape == (64, 64, 3) and obs["agent_pos"].shape == (4,) and info["is_success"] is False
+    before, x_before = _red_column(obs["pixels"]), obs["agent_pos"][0]
+    for _ in range(5):
+        obs, *_ = env.step(np.array([1.0, 0.0], np.float32))  # push the puck along +x
+    assert obs["agent_pos"][0] > x_before + 0.03  # it moved
+    assert abs(_red_column(obs["pixels"]) - before) > 2  # and the camera saw it move
+    check_env(env.unwrapped, skip_render_check=True)
+    env.close()
+
+
+def test_an_env_registered_by_an_installed_plugin_package_is_found(tmp_path, monkeypatch):
+    package = tmp_path / "lerobot_env_cosmos_test_plugin"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import gymnasium as gym\n"
+        "from tests.envs.third_party_env import ThirdPartySlider\n"
+        "gym.register('CosmosPluginSlider-v0', entry_point=ThirdPartySlider, max_episode_steps=5)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = make_env("CosmosPluginSlider-v0")
+    obs, _ = env.reset(seed=1)
+    assert obs["pixels"].any()
+    env.close()
+
+
+def test_a_module_that_cannot_be_imported_is_a_clear_error():
+    with pytest.raises(ValueError, match="cannot import 'no_such_package'"):
+        make_env("no_such_package:Env-v0")
