@@ -38,6 +38,7 @@ def _add_collect(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--height", type=int, default=64, help="image height, a positive multiple of 8")
     p.add_argument("--images", action="store_true", help="store lossless PNG frames instead of mp4 video")
     p.add_argument("--task", help="task string stored with every frame (default: the env's own)")
+    p.add_argument("--fps", type=int, help="the env's control rate (default: its metadata render_fps or 1 / dt)")
     p.add_argument("--out", required=True, help="dataset folder to create (refused if it exists)")
     p.add_argument("--overwrite", action="store_true", help="replace --out (and a stopped run's episodes) if there")
     p.add_argument("--resume", action="store_true", help="continue a stopped run from its last complete episode")
@@ -62,6 +63,7 @@ def _run_collect(args: argparse.Namespace) -> None:
         overwrite=args.overwrite,
         task=args.task,
         resume=args.resume,
+        fps=args.fps,
     )
     if args.json:
         write_file_atomic(args.json, json.dumps(summary_dict(summary), indent=2))

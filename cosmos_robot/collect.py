@@ -109,6 +109,7 @@ def collect(
     progress: bool = True,
     task: str | None = None,
     resume: bool = False,
+    fps: int | None = None,
 ) -> CollectSummary:
     """Roll out a scripted policy in ``env_id`` and write a LeRobot v3 dataset at ``out``.
 
@@ -130,11 +131,14 @@ def collect(
         task: the task string stored with every frame; None uses the env's own task.
         resume: continue a stopped run with the same arguments from its last complete episode
             (finished episodes wait in ``.<out>.episodes/`` until the dataset is written).
+        fps: the env's control rate; None reads it from the env (``metadata["render_fps"]`` or ``dt``).
     """
     if not isinstance(episodes, int) or episodes <= 0:
         raise ValueError(f"episodes={episodes!r}; expected a positive integer")
     if policy not in POLICIES:
         raise ValueError(f"policy={policy!r}; expected one of {list(POLICIES)}")
+    if fps is not None and (not isinstance(fps, int) or isinstance(fps, bool) or fps <= 0):
+        raise ValueError(f"fps={fps!r}; expected None or a positive integer (steps per second)")
     check_output_path(out, overwrite)
     env = make_env(env_id, width=width, height=height)
     try:
@@ -150,7 +154,7 @@ def collect(
             "height": height,
             "created_by": "cosmos-robot collect",
         }
-        fps = int(env.metadata.get("render_fps") or round(1.0 / env.unwrapped.dt))
+        fps = fps or env_rate(env)
         started = time.perf_counter()
         settings = meta | {"task": task or task_of(env), "video": video}
         spool = EpisodeSpool(out, settings, resume=resume, overwrite=overwrite)
@@ -213,3 +217,14 @@ def _rollout_episode(env: gym.Env, actor: ScriptedExpert, seed: int, task: str) 
 def summary_dict(summary: CollectSummary) -> dict[str, Any]:
     """The summary as a JSON-ready dict."""
     return asdict(summary)
+
+
+def env_rate(env: gym.Env) -> int:
+    """An env's control rate in Hz: ``metadata["render_fps"]``, else ``1 / dt``; a clear error if it states neither."""
+    rate = env.metadata.get("render_fps") or (1.0 / env.unwrapped.dt if hasattr(env.unwrapped, "dt") else None)
+    if not rate:
+        raise ValueError(
+            f"env={env.spec.id if env.spec else env} states no rate (metadata['render_fps'] or dt); "
+            "expected fps= (--fps) to say how many steps it takes per second"
+        )
+    return int(round(rate))

@@ -166,3 +166,18 @@ def test_overwrite_discards_a_stopped_runs_episodes(tmp_path, monkeypatch, capsy
     collect(POINT, 1, tmp_path / "ds", progress=False, overwrite=True)
     assert "0 episodes of an earlier run that was stopped" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["ds"]
+
+
+def test_the_cli_collects_from_a_third_party_env_named_by_module(tmp_path, capsys):
+    from cosmos_robot.cli import main
+
+    out = tmp_path / "slider"
+    env = "tests.envs.third_party_env:ThirdPartySlider-v0"
+    args = ["collect", "--env", env, "--policy", "random", "--episodes", "2", "--out", str(out)]
+    assert main(args) != 0  # the env states no rate: a one-line error names --fps
+    assert "states no rate" in capsys.readouterr().err
+    assert main([*args, "--fps", "10"]) == 0
+    dataset = read_lerobot(out)
+    assert dataset.num_episodes == 2 and dataset.data[OBS_STATE].shape[1] == 4 and dataset.data[ACTION].shape[1] == 2
+    frames = dataset.data[dataset.image_keys[0]]
+    assert frames.shape[1:] == (64, 64, 3) and frames.std() > 0
