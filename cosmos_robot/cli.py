@@ -114,6 +114,11 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--autoencoder", help="reuse the frame autoencoder of this checkpoint instead of training one (saves minutes)"
     )
+    p.add_argument(
+        "--declare",
+        help="JSON file: per robot_type, the action layout and camera of robots the toolkit does not know "
+        "(docs/guide.md, 'Your own robot')",
+    )
     p.set_defaults(run=_run_train)
 
 
@@ -135,6 +140,7 @@ def _run_train(args: argparse.Namespace) -> None:
         "seed": args.seed,
         "threads": args.threads,
         "autoencoder": args.autoencoder,
+        "declarations": args.declare,
     }
     settings.update({k: v for k, v in overrides.items() if v is not None})
     trainer = Trainer(TrainConfig(datasets=datasets, out=args.out, **settings), resume=args.resume)

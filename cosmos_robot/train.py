@@ -31,6 +31,7 @@ from cosmos_robot.checkpoint import (
     load_state,
     save_checkpoint,
 )
+from cosmos_robot.datasets.declaration import load_declarations
 from cosmos_robot.datasets.training_set import Batch, TrainingSet
 from cosmos_robot.fast_decoder_training import fast_reconstruction_psnr, train_fast_decoder
 from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
@@ -89,6 +90,8 @@ class TrainConfig:
             (autoencoder, forward prior) save their loop state every N of their own steps.
         seed: seeds everything.
         threads: torch threads (per process).
+        declarations: a JSON file of embodiment declarations by ``robot_type`` (action layout, camera) for
+            robots that are not registered (``cosmos_robot.datasets.declaration``); None: none.
     """
 
     datasets: list[str]
@@ -119,6 +122,7 @@ class TrainConfig:
     checkpoint_every: int = 500
     seed: int = 0
     threads: int = 2
+    declarations: str | None = None
     model_overrides: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -201,7 +205,13 @@ class Trainer:
             else torch.device("cpu")
         )
         model_config = config.model_config()
-        self.data = TrainingSet(config.datasets, model_config, config.num_frames, seed=config.seed)
+        self.data = TrainingSet(
+            config.datasets,
+            model_config,
+            config.num_frames,
+            seed=config.seed,
+            declarations=load_declarations(config.declarations),
+        )
         previous = load_checkpoint(config.out, with_training=True) if resume_world_model else None
         # Killed before the world model's first checkpoint: the phase that was running continues.
         phase = load_phase(config.out) if resume and not resume_world_model else None

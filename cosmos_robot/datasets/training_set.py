@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from cosmos_robot.actions import Embodiment, QuantileNormalizer, get_embodiment
+from cosmos_robot.actions import Embodiment, QuantileNormalizer, get_embodiment, registered_embodiments
+from cosmos_robot.datasets.declaration import EmbodimentDeclaration, embodiment_from_data
 from cosmos_robot.datasets.episodes import EpisodeArrays
 from cosmos_robot.datasets.video_io import to_model_size
 from cosmos_robot.datasets.windows import TimeAlignedWindows, WindowSpec, open_episodes
@@ -35,6 +36,16 @@ def to_image_size(episodes: EpisodeArrays, size: int) -> None:
         if frames.shape[1:3] != (size, size):
             episodes.data[key] = to_model_size(frames, size)
             episodes.features[key] = dict(episodes.features[key], shape=(size, size, 3))
+
+
+def select_camera(episodes: EpisodeArrays, camera: str, source: str) -> None:
+    """Keep only ``camera`` among the episodes' image streams (in place): the one the model learns from."""
+    if camera not in episodes.image_keys:
+        raise ValueError(f"camera={camera!r} is not in {source}; expected one of {episodes.image_keys}")
+    for key in episodes.image_keys:
+        if key != camera:
+            del episodes.data[key]
+            episodes.features.pop(key, None)
 
 
 def concat_episodes(parts: list[EpisodeArrays]) -> EpisodeArrays:
@@ -160,10 +171,12 @@ class TrainingSet:
 
     Args:
         sources: LeRobot dataset folders or zarr stores (their ``robot_type`` names the embodiment).
-        config: the model config (shared widths, image size).
+        config: the model config (shared widths, image size, number of domains).
         num_frames: frames per window.
         val_fraction: fraction of each embodiment's episodes held out.
         seed: seeds the split.
+        declarations: by ``robot_type``, what a dataset cannot say (action layout, camera); see
+            :mod:`cosmos_robot.datasets.declaration`. A robot that is not registered joins from its data.
     """
 
     def __init__(
@@ -173,18 +186,32 @@ class TrainingSet:
         num_frames: int = 5,
         val_fraction: float = 0.1,
         seed: int = 0,
+        declarations: dict[str, EmbodimentDeclaration] | None = None,
     ) -> None:
         if not sources:
             raise ValueError("sources=[] is empty; expected at least one dataset")
         self.config = config
         self.spec = WindowSpec(num_frames=num_frames, min_real_frames=num_frames)
+        declarations = declarations or {}
         grouped: dict[str, list[EpisodeArrays]] = {}
+        self.embodiments: dict[str, Embodiment] = {}
         for source in sources:
             episodes = open_episodes(source).to_memory()
             name = episodes.robot_type or episodes.meta.get("embodiment")
-            get_embodiment(name)  # unknown embodiments fail here, with the list of known ones
+            if not name:
+                raise ValueError(f"{source} names no robot (robot_type); expected a LeRobot dataset with robot_type")
+            declaration = declarations.get(name)
+            if declaration is not None and declaration.camera is not None:
+                select_camera(episodes, declaration.camera, str(source))
+            if name not in self.embodiments:
+                self.embodiments[name] = self._embodiment(name, episodes, declaration, str(source))
             to_image_size(episodes, config.image_size)
             grouped.setdefault(name, []).append(episodes)
+        undeclared = sorted(set(declarations) - set(self.embodiments))
+        if undeclared:
+            raise ValueError(
+                f"declarations for {undeclared} match no dataset; expected robot_types {sorted(self.embodiments)}"
+            )
         self.parts: dict[str, tuple[EpisodeArrays, EpisodeArrays]] = {
             name: split_episodes(concat_episodes(parts), val_fraction, seed) for name, parts in grouped.items()
         }
@@ -193,6 +220,34 @@ class TrainingSet:
         self.data: dict[str, EmbodimentData] = {}
         self._demonstrations: dict[tuple[int, str], PriorBatch] = {}
         self._transitions: dict[tuple[str, int], TransitionTable] = {}
+
+    def _embodiment(
+        self, name: str, episodes: EpisodeArrays, declaration: EmbodimentDeclaration | None, source: str
+    ) -> Embodiment:
+        """The registered embodiment called ``name``, or one built from the dataset on a free domain."""
+        registered = {e.name: e for e in registered_embodiments()}
+        action_dim, state_dim = int(episodes.data[ACTION].shape[1]), int(episodes.data[OBS_STATE].shape[1])
+        if name in registered:
+            if declaration is not None and declaration.components is not None:
+                raise ValueError(
+                    f"embodiment={name!r} is registered: its action layout is fixed; expected no components"
+                )
+            return get_embodiment(name)
+        c = self.config
+        if action_dim > c.action_width or state_dim > c.state_width:
+            raise ValueError(
+                f"{source}: action width {action_dim} and state width {state_dim}; expected at most the model's "
+                f"{c.action_width} and {c.state_width}"
+            )
+        taken = {e.domain_id for e in registered.values()} | {e.domain_id for e in self.embodiments.values()}
+        free = [d for d in range(c.num_domains) if d not in taken]
+        if not free:
+            raise ValueError(
+                f"embodiment={name!r} needs a domain, but all {c.num_domains} are taken "
+                f"({sorted(registered)} registered, {sorted(self.embodiments)} in this training); expected at most "
+                f"{c.num_domains} embodiments (or a model config with more num_domains)"
+            )
+        return embodiment_from_data(name, action_dim, state_dim, episodes.fps, free[0], declaration)
 
     def frames(self, split: str = "train") -> torch.Tensor:
         """All frames of a split (uint8 (N, H, W, 3)): the train split trains the autoencoder, the held-out
@@ -210,7 +265,7 @@ class TrainingSet:
                     [autoencoder.frames_to_tokens(frames[i : i + batch]) for i in range(0, len(frames), batch)]
                 ).numpy()
             entry = EmbodimentEntry(
-                embodiment=get_embodiment(name),
+                embodiment=self.embodiments[name],
                 action_norm=QuantileNormalizer.fit(train.data[ACTION], name),
                 state_norm=QuantileNormalizer.fit(train.data[OBS_STATE], name),
                 task=self.tasks[name],
