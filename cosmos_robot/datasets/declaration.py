@@ -94,7 +94,7 @@ def load_declarations(path: str | os.PathLike | None) -> dict[str, EmbodimentDec
         raise ValueError(f"declarations={str(path)!r} is not valid JSON ({error})") from None
     if not isinstance(data, dict):
         raise ValueError(
-            f"declarations={str(path)!r} holds {type(data).__name__}; expected an object keyed by robot_type"
+            f"declarations={str(path)!r} holds a {type(data).__name__}; expected an object keyed by robot_type"
         )
     return {name: EmbodimentDeclaration.from_dict(name, value) for name, value in data.items()}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import pytest
 
@@ -83,3 +84,21 @@ def test_declaration_files_are_checked(tmp_path):
     (tmp_path / "list.json").write_text("[]")
     with pytest.raises(ValueError, match="holds a list"):
         load_declarations(tmp_path / "list.json")
+
+
+@pytest.mark.slow
+def test_a_model_trained_on_a_new_robot_knows_it_from_its_checkpoint(slider_and_point, tmp_path):
+    from cosmos_robot.eval.offline import evaluate_offline
+    from cosmos_robot.train import train
+    from cosmos_robot.world_model import WorldActionModel
+    from tests.conftest import smoke_config
+
+    path = tmp_path / "robots.json"
+    path.write_text(json.dumps({NAME: {"components": [{"kind": "joint_torque", "dim": 2}]}}))
+    out = tmp_path / "ckpt"
+    train(smoke_config(slider_and_point, out, declarations=str(path)), progress=False)
+    model = WorldActionModel.from_pretrained(out)  # no registration in this process's code path
+    assert set(model.embodiments) == {"point", NAME}
+    assert model.action_names(NAME) == ["joint_torque_0", "joint_torque_1"]
+    result = evaluate_offline(model, slider_and_point[0], episodes=1, steps=1, progress=False)
+    assert result.embodiment == NAME and math.isfinite(result.id_r2)  # computed on the new robot's episodes
