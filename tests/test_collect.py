@@ -168,6 +168,7 @@ def test_overwrite_discards_a_stopped_runs_episodes(tmp_path, monkeypatch, capsy
     assert [p.name for p in tmp_path.iterdir()] == ["ds"]
 
 
+@pytest.mark.slow
 def test_the_cli_collects_from_a_third_party_env_named_by_module(tmp_path, capsys):
     from cosmos_robot.cli import main
 
