@@ -33,8 +33,8 @@ channels (LeRobot's 512/1024/2048 takes ~15 s per chunk on these cores, see ``be
 DDIM with 10 inference steps (as the Diffusion Policy paper runs its real robots), and no EMA of the
 weights (LeRobot's trainer has none).
 
-A killed run loses nothing finished: each contestant's result and each finished DP training are kept in
-``--data-dir`` and reused by the next run with the same settings.
+A killed run loses nothing finished: the calibration, each contestant's result and each finished DP
+training are kept in ``--data-dir`` and reused by the next run with the same settings.
 
     .venv/bin/python benchmarks/compare_policy_dp.py --data-dir out/dp_compare --json out/compare_policy_dp.json
 
@@ -56,7 +56,7 @@ from typing import Any
 
 from cosmos_robot.atomic import write_file_atomic
 from cosmos_robot.eval.closed_loop import evaluate_policy, make_policy
-from cosmos_robot.metrics import wilson_interval
+from cosmos_robot.metrics import rate_with_interval, wilson_interval
 from cosmos_robot.recipes import Recipe, get_recipe, prepare_data
 from cosmos_robot.seeds import POLICY_SEED
 
@@ -115,7 +115,13 @@ def lerobot_train(data: Path, out: Path, steps: int, seed: int, timeout: float) 
 
 
 def calibrate(data: Path, root: Path) -> tuple[float, float]:
-    """(seconds per training step, start-up seconds) from a 5-step and a 20-step run."""
+    """(seconds per training step, start-up seconds) from a 5-step and a 20-step run. Kept beside the runs
+    and reused with the same settings, so a restarted run sizes its training as before and finds it."""
+    kept = root / "calibration.json"
+    if kept.is_file():
+        cached = json.loads(kept.read_text())
+        if cached.get("settings") == DP_SETTINGS:
+            return cached["per_step"], cached["startup"]
     runs = {}
     for steps in (5, 20):
         folder = root / f"dp_calibration{steps}"
@@ -123,7 +129,9 @@ def calibrate(data: Path, root: Path) -> tuple[float, float]:
         runs[steps] = lerobot_train(data, folder, steps, seed=0, timeout=900)
         shutil.rmtree(folder, ignore_errors=True)
     per_step = max((runs[20] - runs[5]) / 15, 1e-3)
-    return per_step, max(runs[5] - 5 * per_step, 0.0)
+    startup = max(runs[5] - 5 * per_step, 0.0)
+    write_file_atomic(kept, json.dumps({"settings": DP_SETTINGS, "per_step": per_step, "startup": startup}))
+    return per_step, startup
 
 
 def train_dp(data: Path, root: Path, seed: int, steps: int, budget_s: float) -> tuple[Path, float]:
@@ -160,12 +168,6 @@ def score(name: str, kind: str, checkpoint: str, episodes: int, seed: int, cache
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """Whether two intervals overlap."""
     return a[0] <= b[1] and b[0] <= a[1]
-
-
-def rate_text(successes: int, trials: int) -> str:
-    """``0.90 (0.79-0.96)``: a rate with its Wilson 95 % interval."""
-    low, high = wilson_interval(successes, trials)
-    return f"{successes / trials:.2f} ({low:.2f}-{high:.2f})"
 
 
 def main() -> None:
@@ -228,18 +230,16 @@ def main() -> None:
             model, seconds = train_dp(data, root, seed, run_steps, max(budget_s, run_steps * per_step))
             scored = score(f"{name}_seed{seed}_{run_steps}", "lerobot", str(model), episodes, args.seed, cache)
             per_seed.append({"seed": seed, "train_seconds": seconds, "steps": run_steps, **scored})
-        trials = episodes * len(per_seed)
+        successes, trials = sum(s["successes"] for s in per_seed), episodes * len(per_seed)
         contestants[name] = {
-            "successes": sum(s["successes"] for s in per_seed),
-            "success_rate": sum(s["successes"] for s in per_seed) / trials,
-            "success_ci95": list(wilson_interval(sum(s["successes"] for s in per_seed), trials)),
+            "successes": successes,
+            "success_rate": successes / trials,
+            "success_ci95": list(wilson_interval(successes, trials)),
             "episodes": trials,
             "per_seed": per_seed,
         }
     for name, result in contestants.items():
-        trials = result["episodes"]
-        result["success_ci95"] = list(wilson_interval(result["successes"], trials))
-        print(f"{name:<16} success {rate_text(result['successes'], trials)} over {trials} episodes")
+        print(f"{name:<16} success {rate_with_interval(result['success_rate'], result['episodes'])}")
     results["contestants"] = contestants
     ours, prior, dp = (contestants[k] for k in ("ours", "action_prior", "lerobot_dp"))
     results["ours_vs_dp_intervals_overlap"] = overlap(ours["success_ci95"], dp["success_ci95"])
@@ -248,11 +248,11 @@ def main() -> None:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         write_file_atomic(args.json, json.dumps(results, indent=2))
     seeds = len(args.dp_seeds)
+    rates = " / ".join(rate_with_interval(c["success_rate"], c["episodes"]) for c in (ours, prior, dp))
     print(
         f"| policy success in MuJoCo, {episodes} episodes each (95 % interval): ours / action prior alone / "
         f"LeRobot DP ({steps} steps = {budget_s / 60:.0f} min, {seeds} seed{'s' if seeds > 1 else ''}) | "
-        f"{rate_text(ours['successes'], episodes)} / {rate_text(prior['successes'], episodes)} / "
-        f"{rate_text(dp['successes'], dp['episodes'])}; intervals ours-DP "
+        f"{rates}; intervals ours-DP "
         f"{'overlap' if results['ours_vs_dp_intervals_overlap'] else 'do not overlap'}, ours-prior "
         f"{'overlap' if results['ours_vs_action_prior_intervals_overlap'] else 'do not overlap'} |"
     )

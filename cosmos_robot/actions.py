@@ -19,6 +19,18 @@ import numpy as np
 
 DEFAULT_SHARED_WIDTH = 32  # 64 for Cosmos 3 parity
 
+# Component kinds and their units: the declarations below, plus "other" for a layout nobody declared.
+COMPONENT_UNITS = {
+    "pos": "m",
+    "rot6d": "",
+    "gripper": "",
+    "joint": "rad",
+    "joint_vel": "rad/s",
+    "joint_torque": "",
+    "planar_vel": "m/s",
+    "other": "",
+}
+
 
 @dataclass(frozen=True)
 class ActionComponent:
@@ -35,37 +47,37 @@ class ActionComponent:
 
 def Pos(dim: int = 3) -> ActionComponent:  # noqa: N802  (reads as a declaration, like cosmos-framework's)
     """Cartesian translation (delta), metres."""
-    return ActionComponent("pos", dim, "m")
+    return ActionComponent("pos", dim, COMPONENT_UNITS["pos"])
 
 
 def Rot6d() -> ActionComponent:  # noqa: N802
     """Rotation as the 6-D continuous representation (two columns of the rotation matrix)."""
-    return ActionComponent("rot6d", 6, "")
+    return ActionComponent("rot6d", 6, COMPONENT_UNITS["rot6d"])
 
 
 def Gripper() -> ActionComponent:  # noqa: N802
     """Gripper opening, one dimension."""
-    return ActionComponent("gripper", 1, "")
+    return ActionComponent("gripper", 1, COMPONENT_UNITS["gripper"])
 
 
 def Joint(dim: int) -> ActionComponent:  # noqa: N802
     """Joint positions, radians."""
-    return ActionComponent("joint", dim, "rad")
+    return ActionComponent("joint", dim, COMPONENT_UNITS["joint"])
 
 
 def JointVelocity(dim: int) -> ActionComponent:  # noqa: N802
     """Joint velocities, rad/s."""
-    return ActionComponent("joint_vel", dim, "rad/s")
+    return ActionComponent("joint_vel", dim, COMPONENT_UNITS["joint_vel"])
 
 
 def JointTorque(dim: int) -> ActionComponent:  # noqa: N802
     """Joint torques (normalised actuator commands)."""
-    return ActionComponent("joint_torque", dim, "")
+    return ActionComponent("joint_torque", dim, COMPONENT_UNITS["joint_torque"])
 
 
 def PlanarVelocity() -> ActionComponent:  # noqa: N802
     """Planar (x, y) velocity, m/s."""
-    return ActionComponent("planar_vel", 2, "m/s")
+    return ActionComponent("planar_vel", 2, COMPONENT_UNITS["planar_vel"])
 
 
 @dataclass(frozen=True)

@@ -187,7 +187,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     rank.set_defaults(run=_run_eval_rank)
 
     rl = kinds.add_parser("imagination-rl", help="PPO trained in the learned env vs in MuJoCo, both run in MuJoCo")
-    _add_model_args(rl, embodiment=False, oracle=True)
+    _add_model_args(rl, embodiment=False)
     rl.add_argument("--ppo-steps", type=int, default=200_000, help="PPO environment steps in each world")
     rl.add_argument("--eval-episodes", type=int, default=16, help="MuJoCo episodes per trained policy")
     rl.add_argument("--ppo-seed", type=int, default=0, help="seeds PPO and the learned env's starts")
@@ -237,9 +237,10 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     lab.set_defaults(run=_run_eval_label)
 
 
-def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True, oracle: bool | None = None) -> None:
-    oracle = " ('mujoco': MuJoCo itself, the harness's ceiling)" if (embodiment if oracle is None else oracle) else ""
-    p.add_argument("--checkpoint", default="default", help=f"checkpoint folder or 'default'{oracle}")
+def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True) -> None:
+    p.add_argument(
+        "--checkpoint", default="default", help="checkpoint folder or 'default' ('mujoco': MuJoCo itself, the ceiling)"
+    )
     if embodiment:
         p.add_argument("--embodiment", default="point", help="point or arm2")
     p.add_argument("--sampling-steps", type=int, default=None, help="denoising steps per imagined step")
@@ -263,7 +264,7 @@ def _seed(args: argparse.Namespace) -> dict[str, int]:
     return {} if args.seed is None else {"seed": args.seed}
 
 
-def _learned_env_model(args: argparse.Namespace, first_seed: int, episodes: int):
+def _learned_env_model(args: argparse.Namespace, first_seed: int, episodes: int, embodiment: str | None = None):
     """The model a learned-env harness runs: a checkpoint, or with ``--checkpoint mujoco`` MuJoCo itself
     (:class:`~cosmos_robot.eval.oracle.MuJoCoOracle`, started from the harness's seeds): the harness's ceiling."""
     if args.checkpoint != "mujoco":
@@ -277,10 +278,11 @@ def _learned_env_model(args: argparse.Namespace, first_seed: int, episodes: int)
     from cosmos_robot.envs import PUSH_BLOCK_IDS
     from cosmos_robot.eval.oracle import MuJoCoOracle
 
-    if args.embodiment not in PUSH_BLOCK_IDS:
-        raise ValueError(f"embodiment={args.embodiment!r}; expected one of {sorted(PUSH_BLOCK_IDS)}")
+    embodiment = embodiment or args.embodiment
+    if embodiment not in PUSH_BLOCK_IDS:
+        raise ValueError(f"embodiment={embodiment!r}; expected one of {sorted(PUSH_BLOCK_IDS)}")
     first = first_seed if args.seed is None else args.seed
-    return MuJoCoOracle(PUSH_BLOCK_IDS[args.embodiment], seeds=range(first, first + episodes))
+    return MuJoCoOracle(PUSH_BLOCK_IDS[embodiment], seeds=range(first, first + episodes))
 
 
 def _run_eval_fd(args: argparse.Namespace) -> None:
@@ -364,9 +366,9 @@ def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
     from cosmos_robot.eval.imagination_rl import evaluate_imagination_rl
     from cosmos_robot.seeds import IMAGINATION_RL_SEED
 
-    args.embodiment = "point"  # the reach task's embodiment
-    model = _learned_env_model(args, IMAGINATION_RL_SEED, 0)
-    # The oracle continues the starts it drew itself.
+    # The reach task's embodiment is point; the oracle registers no seeds up front and continues the
+    # starts it draws itself.
+    model = _learned_env_model(args, IMAGINATION_RL_SEED, 0, embodiment="point")
     start = model.starts() if args.checkpoint == "mujoco" else None
     result = evaluate_imagination_rl(
         model,

@@ -21,19 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cosmos_robot.actions import ActionComponent, ActionSpec, Embodiment
-
-# Component kinds and their units (``cosmos_robot.actions``'s declarations, plus "other").
-COMPONENT_UNITS = {
-    "pos": "m",
-    "rot6d": "",
-    "gripper": "",
-    "joint": "rad",
-    "joint_vel": "rad/s",
-    "joint_torque": "",
-    "planar_vel": "m/s",
-    "other": "",
-}
+from cosmos_robot.actions import COMPONENT_UNITS, ActionComponent, ActionSpec, Embodiment
 
 
 @dataclass(frozen=True)

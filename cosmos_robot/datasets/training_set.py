@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from cosmos_robot.actions import Embodiment, QuantileNormalizer, get_embodiment, registered_embodiments
+from cosmos_robot.actions import Embodiment, QuantileNormalizer, registered_embodiments
 from cosmos_robot.datasets.declaration import EmbodimentDeclaration, embodiment_from_data
 from cosmos_robot.datasets.episodes import EpisodeArrays
 from cosmos_robot.datasets.video_io import to_model_size
@@ -232,7 +232,7 @@ class TrainingSet:
                 raise ValueError(
                     f"embodiment={name!r} is registered: its action layout is fixed; expected no components"
                 )
-            return get_embodiment(name)
+            return registered[name]
         c = self.config
         if action_dim > c.action_width or state_dim > c.state_width:
             raise ValueError(

@@ -142,12 +142,10 @@ def make_start_source(start: str | os.PathLike | gym.Env | StartSource) -> Start
     from cosmos_robot.envs.gym_adapter import resolve_env_id
 
     try:
-        env_id = resolve_env_id(text)
+        resolve_env_id(text)
     except ValueError:
-        env_id = None
-    if env_id is not None:
-        return EnvStarts(text)
-    raise ValueError(
-        f"start={text!r} is neither a dataset folder nor a registered gymnasium id; expected e.g. "
-        "'cosmos_robot/PushBlockPoint-v0' or a LeRobot dataset / zarr store path"
-    )
+        raise ValueError(
+            f"start={text!r} is neither a dataset folder nor a registered gymnasium id; expected e.g. "
+            "'cosmos_robot/PushBlockPoint-v0' or a LeRobot dataset / zarr store path"
+        ) from None
+    return EnvStarts(text)

@@ -22,7 +22,7 @@ import mujoco
 import numpy as np
 
 from cosmos_robot.envs import push_block_embodiment
-from cosmos_robot.envs.start_sources import Start
+from cosmos_robot.envs.start_sources import EnvStarts, Start
 from cosmos_robot.interface import ActionChunk, Prediction
 from cosmos_robot.keys import AGENT_POS, PIXELS
 
@@ -236,15 +236,18 @@ class MeanActionLabels(TrueActionLabels):
         return np.repeat(mean[None].astype(np.float32), len(clip) - 1, 0)
 
 
-class OracleStarts:
+class OracleStarts(EnvStarts):
     """Seeded resets of a :class:`MuJoCoOracle`'s env, registered with it as they are drawn."""
 
     def __init__(self, oracle: MuJoCoOracle) -> None:
+        super().__init__(oracle.env)
         self.oracle = oracle
 
     def draw(self, rng: np.random.Generator) -> Start:
         """Reset the oracle's env with a seed from ``rng`` and remember the start."""
-        seed = int(rng.integers(2**31 - 1))
-        obs, _ = self.oracle.env.reset(seed=seed)
-        self.oracle._remember(obs[PIXELS])
-        return Start(np.asarray(obs[PIXELS]).copy(), np.asarray(obs[AGENT_POS], np.float32), {"start_seed": seed})
+        start = super().draw(rng)
+        self.oracle._remember(start.frame)
+        return start
+
+    def close(self) -> None:
+        """Nothing to close: the env is the oracle's."""
