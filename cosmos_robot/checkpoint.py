@@ -63,7 +63,8 @@ def save_checkpoint(
         "autoencoder": checkpoint.autoencoder_config,
         "window": checkpoint.window,
         "embodiments": {
-            n: {"embodiment": e.embodiment.to_dict(), "task": e.task} for n, e in checkpoint.embodiments.items()
+            n: {"embodiment": e.embodiment.to_dict(), "task": e.task, "camera": e.camera}
+            for n, e in checkpoint.embodiments.items()
         },
         "dtype": str(dtype).removeprefix("torch."),
     }
@@ -169,6 +170,7 @@ def load_checkpoint(path: str | os.PathLike, *, with_training: bool = False) -> 
             action_norm=QuantileNormalizer.from_dict(stats[name]["action"]),
             state_norm=QuantileNormalizer.from_dict(stats[name]["state"]),
             task=entry["task"],
+            camera=entry.get("camera"),
         )
     training = None
     if with_training:

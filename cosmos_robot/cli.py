@@ -119,6 +119,11 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         help="JSON file: per robot_type, the action layout and camera of robots the toolkit does not know "
         "(docs/guide.md, 'Your own robot')",
     )
+    p.add_argument(
+        "--fps",
+        type=float,
+        help="the model's rate (default 10); datasets at a whole multiple of it are subsampled",
+    )
     p.set_defaults(run=_run_train)
 
 
@@ -141,6 +146,7 @@ def _run_train(args: argparse.Namespace) -> None:
         "threads": args.threads,
         "autoencoder": args.autoencoder,
         "declarations": args.declare,
+        "fps": args.fps,
     }
     settings.update({k: v for k, v in overrides.items() if v is not None})
     trainer = Trainer(TrainConfig(datasets=datasets, out=args.out, **settings), resume=args.resume)
@@ -198,7 +204,19 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
 
     pol = kinds.add_parser("policy", help="a policy closed loop in MuJoCo from seeded starts (optionally recorded)")
     pol.add_argument("--checkpoint", default="default", help="checkpoint folder or 'default' (for --policy model)")
-    pol.add_argument("--env", default="cosmos_robot/PushBlockPoint-v0", help="a PushBlock id")
+    pol.add_argument(
+        "--env",
+        default="cosmos_robot/PushBlockPoint-v0",
+        help="a PushBlock id, or any gymnasium MuJoCo id ('package.module:EnvId-v0' imports the package first)",
+    )
+    pol.add_argument(
+        "--embodiment", help="the model's embodiment that acts (model; default: the one --env's data is recorded under)"
+    )
+    pol.add_argument(
+        "--success",
+        help="'module:function' mapping a step's info to success, for envs that set neither is_success nor success",
+    )
+    pol.add_argument("--max-steps", type=int, help="cap each episode at this many policy steps")
     pol.add_argument(
         "--policy",
         default="model",
@@ -389,13 +407,15 @@ def _run_eval_imagination_rl(args: argparse.Namespace) -> None:
 
 
 def _run_eval_policy(args: argparse.Namespace) -> None:
-    from cosmos_robot.envs import push_block_embodiment
+    from cosmos_robot.envs.action_repeat import action_repeat
+    from cosmos_robot.envs.gym_adapter import resolve_env_id
     from cosmos_robot.envs.push_block_scene import CONTROL_HZ
-    from cosmos_robot.eval.closed_loop import evaluate_policy, make_policy
+    from cosmos_robot.eval.closed_loop import evaluate_policy, load_success_fn, make_policy
     from cosmos_robot.eval.recording import PolicyRecorder
     from cosmos_robot.seeds import EVAL_SEED
 
-    push_block_embodiment(args.env)  # a clear error before anything loads
+    resolve_env_id(args.env)  # a clear error before anything loads
+    success_fn = load_success_fn(args.success) if args.success else None
     model_kwargs = {
         "steps": args.denoising_steps,
         "execute_steps": args.execute_steps,
@@ -403,10 +423,24 @@ def _run_eval_policy(args: argparse.Namespace) -> None:
         "guidance_scale": args.guidance_scale,
         "action_estimate": args.action_estimate,
     }
-    policy = make_policy(args.policy, args.env, args.checkpoint, **(model_kwargs if args.policy == "model" else {}))
-    recorder = PolicyRecorder(args.rerun, fps=CONTROL_HZ) if args.rerun else None
+    policy = make_policy(
+        args.policy,
+        args.env,
+        args.checkpoint,
+        **({**model_kwargs, "embodiment": args.embodiment} if args.policy == "model" else {}),
+    )
+    model = getattr(policy, "model", None) if args.policy == "model" else None
+    recorder = PolicyRecorder(args.rerun, fps=model.fps if model else CONTROL_HZ) if args.rerun else None
     result = evaluate_policy(
-        policy, args.env, args.episodes, seed=EVAL_SEED if args.seed is None else args.seed, recorder=recorder
+        policy,
+        args.env,
+        args.episodes,
+        seed=EVAL_SEED if args.seed is None else args.seed,
+        recorder=recorder,
+        image_size=model.image_size if model else 64,
+        action_repeat=action_repeat(model, policy.embodiment) if model else 1,
+        success_fn=success_fn,
+        max_steps=args.max_steps,
     )
     if recorder is not None:
         result.rerun = str(recorder.close())

@@ -27,12 +27,14 @@ from cosmos_robot.model.tokenizers import ByteTokenizer
 
 @dataclass
 class EmbodimentEntry:
-    """What a model knows about one embodiment: its declaration, statistics and default instruction."""
+    """What a model knows about one embodiment: its declaration, statistics, default instruction and the
+    camera it learned from (None: a dataset's first)."""
 
     embodiment: Embodiment
     action_norm: QuantileNormalizer
     state_norm: QuantileNormalizer
     task: str
+    camera: str | None = None
 
 
 class Processor:

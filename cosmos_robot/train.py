@@ -32,7 +32,8 @@ from cosmos_robot.checkpoint import (
     save_checkpoint,
 )
 from cosmos_robot.datasets.declaration import load_declarations
-from cosmos_robot.datasets.training_set import Batch, TrainingSet
+from cosmos_robot.datasets.rate import MODEL_FPS
+from cosmos_robot.datasets.training_set import Batch, TrainingSet, source_widths
 from cosmos_robot.fast_decoder_training import fast_reconstruction_psnr, train_fast_decoder
 from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
 from cosmos_robot.model.action_prior import PRIOR_CHUNK
@@ -92,6 +93,8 @@ class TrainConfig:
         threads: torch threads (per process).
         declarations: a JSON file of embodiment declarations by ``robot_type`` (action layout, camera) for
             robots that are not registered (``cosmos_robot.datasets.declaration``); None: none.
+        fps: the model's rate; datasets at a whole multiple of it are subsampled
+            (``cosmos_robot.datasets.rate``).
     """
 
     datasets: list[str]
@@ -123,6 +126,7 @@ class TrainConfig:
     seed: int = 0
     threads: int = 2
     declarations: str | None = None
+    fps: float = MODEL_FPS
     model_overrides: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -144,8 +148,14 @@ class TrainConfig:
             raise ValueError(f"context_frames={self.context_frames}; expected 1..num_frames-1 ({self.num_frames - 1})")
 
     def model_config(self) -> ModelConfig:
-        """The preset with overrides applied."""
-        return ModelConfig.from_dict(preset(self.preset).to_dict() | self.model_overrides)
+        """The preset with overrides applied, its shared action and state widths widened (to a multiple of 8)
+        where a dataset's robot is wider: a fresh model fits the robots it is trained on."""
+        config = preset(self.preset).to_dict() | self.model_overrides
+        widths = [source_widths(d) for d in self.datasets]
+        for key, widest in (("action_width", max(w[0] for w in widths)), ("state_width", max(w[1] for w in widths))):
+            if key not in self.model_overrides:
+                config[key] = max(config[key], -(-widest // 8) * 8)
+        return ModelConfig.from_dict(config)
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:
@@ -211,6 +221,7 @@ class Trainer:
             config.num_frames,
             seed=config.seed,
             declarations=load_declarations(config.declarations),
+            fps=config.fps,
         )
         previous = load_checkpoint(config.out, with_training=True) if resume_world_model else None
         # Killed before the world model's first checkpoint: the phase that was running continues.
@@ -359,7 +370,7 @@ class Trainer:
         window = {
             "num_frames": self.config.num_frames,
             "context_frames": self.config.context_frames,
-            "fps": next(iter(self.data.data.values())).train.episodes.fps,
+            "fps": self.data.fps,
         }
         training = {
             "step": self.step,

@@ -8,8 +8,10 @@ their number of windows; every sample is a window entirely inside its episode.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -17,6 +19,7 @@ import torch
 from cosmos_robot.actions import Embodiment, QuantileNormalizer, registered_embodiments
 from cosmos_robot.datasets.declaration import EmbodimentDeclaration, embodiment_from_data
 from cosmos_robot.datasets.episodes import EpisodeArrays
+from cosmos_robot.datasets.rate import MODEL_FPS, to_model_rate
 from cosmos_robot.datasets.video_io import to_model_size
 from cosmos_robot.datasets.windows import TimeAlignedWindows, WindowSpec, open_episodes
 from cosmos_robot.keys import ACTION, OBS_STATE
@@ -36,6 +39,21 @@ def to_image_size(episodes: EpisodeArrays, size: int) -> None:
         if frames.shape[1:3] != (size, size):
             episodes.data[key] = to_model_size(frames, size)
             episodes.features[key] = dict(episodes.features[key], shape=(size, size, 3))
+
+
+def source_widths(source: str | os.PathLike) -> tuple[int, int]:
+    """(action width, state width) of a dataset, from its metadata (no frame is read)."""
+    path = Path(source)
+    info = path / "meta" / "info.json"
+    if info.is_file():
+        features = json.loads(info.read_text()).get("features", {})
+        shapes = [features.get(key, {}).get("shape") for key in (ACTION, OBS_STATE)]
+    else:
+        episodes = open_episodes(path)  # a zarr store opens lazily
+        shapes = [episodes.data[key].shape[1:] if key in episodes.data else None for key in (ACTION, OBS_STATE)]
+    if not all(shapes):
+        raise ValueError(f"dataset={str(source)!r} lacks {ACTION!r} or {OBS_STATE!r}; expected both to train on")
+    return int(np.prod(shapes[0])), int(np.prod(shapes[1]))
 
 
 def select_camera(episodes: EpisodeArrays, camera: str, source: str) -> None:
@@ -177,6 +195,8 @@ class TrainingSet:
         seed: seeds the split.
         declarations: by ``robot_type``, what a dataset cannot say (action layout, camera); see
             :mod:`cosmos_robot.datasets.declaration`. A robot that is not registered joins from its data.
+        fps: the model's rate; sources at a whole multiple of it are subsampled
+            (:mod:`cosmos_robot.datasets.rate`), other rates are an error.
     """
 
     def __init__(
@@ -187,10 +207,14 @@ class TrainingSet:
         val_fraction: float = 0.1,
         seed: int = 0,
         declarations: dict[str, EmbodimentDeclaration] | None = None,
+        fps: float = MODEL_FPS,
     ) -> None:
         if not sources:
             raise ValueError("sources=[] is empty; expected at least one dataset")
+        if not fps > 0:
+            raise ValueError(f"fps={fps!r}; expected a positive rate in Hz")
         self.config = config
+        self.fps = float(fps)
         self.spec = WindowSpec(num_frames=num_frames, min_real_frames=num_frames)
         declarations = declarations or {}
         grouped: dict[str, list[EpisodeArrays]] = {}
@@ -205,6 +229,7 @@ class TrainingSet:
                 select_camera(episodes, declaration.camera, str(source))
             if name not in self.embodiments:
                 self.embodiments[name] = self._embodiment(name, episodes, declaration, str(source))
+            episodes = to_model_rate(episodes, self.fps, str(source))
             to_image_size(episodes, config.image_size)
             grouped.setdefault(name, []).append(episodes)
         undeclared = sorted(set(declarations) - set(self.embodiments))
@@ -269,6 +294,7 @@ class TrainingSet:
                 action_norm=QuantileNormalizer.fit(train.data[ACTION], name),
                 state_norm=QuantileNormalizer.fit(train.data[OBS_STATE], name),
                 task=self.tasks[name],
+                camera=train.image_keys[0],
             )
             self.data[name] = EmbodimentData(
                 entry=entry,

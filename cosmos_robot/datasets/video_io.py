@@ -51,14 +51,9 @@ def to_model_size(frames: np.ndarray, size: int) -> np.ndarray:
 
 def match_fps(frames: np.ndarray, fps: float, model_fps: float) -> np.ndarray:
     """Keep every k-th frame when ``fps`` is k times the model's rate; other rates are an error."""
-    ratio = fps / model_fps
-    k = round(ratio)
-    if k < 1 or abs(ratio - k) > 1e-3:
-        raise ValueError(
-            f"fps={fps:g}; the model labels {model_fps:g} fps video and can subsample integer multiples of it "
-            f"(e.g. {2 * model_fps:g}, {3 * model_fps:g}); resample the video first"
-        )
-    return frames[::k]
+    from cosmos_robot.datasets.rate import rate_ratio
+
+    return frames[:: rate_ratio(fps, model_fps, "the video", fix="resample the video first")]
 
 
 def write_video(path: str | os.PathLike, frames: np.ndarray, fps: float, lossless: bool = True) -> Path:

@@ -42,13 +42,14 @@ SuccessFn = Callable[[dict[str, np.ndarray]], bool]
 OBSERVATIONS = ("pixels", "state")
 
 
-def reference_spaces(reference: str | gym.Env) -> tuple[spaces.Dict, spaces.Box]:
-    """(observation space, action space) of the ground-truth env the learned one imitates."""
+def reference_spaces(reference: str | gym.Env, size: int = 64) -> tuple[spaces.Dict, spaces.Box]:
+    """(observation space, action space) of the ground-truth env the learned one imitates (an id is made
+    rendering ``size`` x ``size`` frames)."""
     if isinstance(reference, gym.Env):
         return reference.observation_space, reference.action_space
     from cosmos_robot.envs.gym_adapter import make_env
 
-    env = make_env(reference)
+    env = make_env(reference, width=size, height=size)
     try:
         return env.observation_space, env.action_space
     finally:
@@ -100,8 +101,8 @@ class Imagination:
                 "the model's forward_path='prior' predicts no reward (it would be 0 every step); "
                 "pass reward_fn (and success_fn), or use forward_path='full'"
             )
-        pixel_space, self.action_space = reference_spaces(reference)
         size = model.image_size
+        pixel_space, self.action_space = reference_spaces(reference, size)
         if pixel_space[PIXELS].shape != (size, size, 3):
             raise ValueError(
                 f"reference observes pixels of shape {pixel_space[PIXELS].shape}; the model expects ({size}, {size}, 3)"
@@ -111,7 +112,7 @@ class Imagination:
         self.observation_space = (
             pixel_space if observation == "pixels" else spaces.Dict({AGENT_POS: pixel_space[AGENT_POS]})
         )
-        self.start_source = make_start_source(start if start is not None else reference)
+        self.start_source = make_start_source(start if start is not None else reference, size)
         self.model = model
         self.embodiment = embodiment
         self.max_episode_steps = max_episode_steps

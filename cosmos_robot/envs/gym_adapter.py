@@ -106,7 +106,8 @@ class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
     Args:
         env: a gymnasium env made with ``render_mode="rgb_array"``, or any MuJoCo env when ``renderer``
             is given.
-        success_fn: maps a step's ``info`` to success; the env's own ``is_success`` wins if it sets one.
+        success_fn: maps a step's ``info`` to success; the env's own ``is_success`` (or ``success``) wins
+            if it sets one.
         renderer: draws the frames instead of ``env.render()`` (a :class:`ModelRenderer`).
     """
 
@@ -146,7 +147,10 @@ class PixelsAgentPos(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def _with_success(self, info: dict[str, Any]) -> dict[str, Any]:
         if "is_success" not in info:
-            info["is_success"] = bool(self._success_fn(info)) if self._success_fn else False
+            if "success" in info:
+                info["is_success"] = bool(info["success"])
+            else:
+                info["is_success"] = bool(self._success_fn(info)) if self._success_fn else False
         return info
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -191,6 +195,7 @@ def make_env(
     height: int = 64,
     camera_config: dict[str, Any] | None = None,
     camera_name: str | None = None,
+    success_fn: Callable[[dict[str, Any]], bool] | None = None,
     **kwargs: Any,
 ) -> gym.Env:
     """Make ``env_id`` with the toolkit's observation convention (pixels + agent_pos).
@@ -205,6 +210,8 @@ def make_env(
         camera_config: a MuJoCo free-camera config (distance, elevation, azimuth, lookat, trackbodyid);
             defaults to :data:`CAMERA_PRESETS` for known envs.
         camera_name: a named camera of the model instead of the free camera.
+        success_fn: maps a step's ``info`` to success where the env sets neither ``is_success`` nor
+            ``success`` (default: :data:`SUCCESS_FNS` for known envs, else never a success).
         **kwargs: passed to ``gymnasium.make``.
     """
     validate_image_size("width", width)
@@ -229,7 +236,7 @@ def make_env(
         env = gym.make(env_id, **kwargs)
         renderer = ModelRenderer(env.unwrapped, width, height, camera.get("default_camera_config"), camera_name)
     note_use("egl")
-    return PixelsAgentPos(env, success_fn=SUCCESS_FNS.get(env_id), renderer=renderer)
+    return PixelsAgentPos(env, success_fn=success_fn or SUCCESS_FNS.get(env_id), renderer=renderer)
 
 
 # Installed packages whose names start with this register gymnasium envs on import (LeRobot's plugin

@@ -47,13 +47,14 @@ class EnvStarts:
     Args:
         env: a gymnasium id or an env observing ``{"pixels", "agent_pos"}`` (PushBlock, or
             ``cosmos_robot.envs.gym_adapter.make_env``).
+        size: the side of the frames an id is made to render (None: 64).
     """
 
-    def __init__(self, env: str | gym.Env) -> None:
+    def __init__(self, env: str | gym.Env, size: int | None = None) -> None:
         if isinstance(env, str):
             from cosmos_robot.envs.gym_adapter import make_env
 
-            env = make_env(env)
+            env = make_env(env, **({} if size is None else {"width": size, "height": size}))
         keys = set(getattr(env.observation_space, "spaces", {}))
         if not {PIXELS, AGENT_POS} <= keys:
             raise ValueError(
@@ -78,9 +79,10 @@ class DatasetStarts:
 
     Args:
         path: the dataset folder.
+        size: centre-crop and resize the frames to this square side (None: as recorded).
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, size: int | None = None) -> None:
         from cosmos_robot.datasets.windows import open_episodes
 
         self.path = Path(path)
@@ -91,6 +93,10 @@ class DatasetStarts:
             raise ValueError(f"dataset={str(self.path)!r} has no {OBS_STATE!r}; expected the agent state")
         firsts = np.concatenate([[0], episodes.episode_ends[:-1]]).astype(int)
         self.frames = np.asarray(episodes.data[episodes.image_keys[0]][firsts])
+        if size is not None and self.frames.shape[1:3] != (size, size):
+            from cosmos_robot.datasets.video_io import to_model_size
+
+            self.frames = to_model_size(self.frames, size)
         self.states = np.asarray(episodes.data[OBS_STATE][firsts], np.float32)
         self.embodiment = episodes.robot_type or episodes.meta.get("embodiment")
 
@@ -130,15 +136,16 @@ class FixedStarts:
         """Nothing to free."""
 
 
-def make_start_source(start: str | os.PathLike | gym.Env | StartSource) -> StartSource:
-    """A start source from a gymnasium id, an env, a dataset folder, or an object with ``draw``."""
+def make_start_source(start: str | os.PathLike | gym.Env | StartSource, size: int | None = None) -> StartSource:
+    """A start source from a gymnasium id, an env, a dataset folder, or an object with ``draw``; ids and
+    datasets give ``size`` x ``size`` frames (None: 64 and as recorded)."""
     if hasattr(start, "draw"):
         return start  # type: ignore[return-value]
     if isinstance(start, gym.Env):
         return EnvStarts(start)
     text = str(start)
     if Path(text).exists():
-        return DatasetStarts(text)
+        return DatasetStarts(text, size)
     from cosmos_robot.envs.gym_adapter import resolve_env_id
 
     try:
@@ -148,4 +155,4 @@ def make_start_source(start: str | os.PathLike | gym.Env | StartSource) -> Start
             f"start={text!r} is neither a dataset folder nor a registered gymnasium id; expected e.g. "
             "'cosmos_robot/PushBlockPoint-v0' or a LeRobot dataset / zarr store path"
         ) from None
-    return EnvStarts(text)
+    return EnvStarts(text, size)

@@ -10,6 +10,8 @@ the frames the world-model policy predicted.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +19,9 @@ import gymnasium as gym
 import numpy as np
 from tqdm.auto import tqdm
 
-from cosmos_robot.envs import push_block_embodiment
+from cosmos_robot.envs import PUSH_BLOCK_IDS, embodiment_of, push_block_embodiment
+from cosmos_robot.envs.action_repeat import ActionRepeat
+from cosmos_robot.envs.gym_adapter import make_env, resolve_env_id
 from cosmos_robot.eval.recording import PolicyRecorder
 from cosmos_robot.eval.result import EvalResult
 from cosmos_robot.metrics import wilson_interval
@@ -43,21 +47,35 @@ class RandomPolicy:
         return self.rng.uniform(self.space.low, self.space.high).astype(np.float32)
 
 
-def make_policy(kind: str, env_id: str, checkpoint: str = "default", **model_kwargs: Any) -> Policy:
-    """A policy by kind: ``model`` (the world model's policy at ``checkpoint``), ``expert``,
-    ``pixel-expert``, ``random``, or ``lerobot`` (a LeRobot ``pretrained_model`` folder at ``checkpoint``)."""
+def make_policy(
+    kind: str, env_id: str, checkpoint: str = "default", embodiment: str | None = None, **model_kwargs: Any
+) -> Policy:
+    """A policy by kind: ``model`` (the world model's policy at ``checkpoint``, acting as ``embodiment``:
+    by default the one ``env_id``'s data is recorded under), ``expert``, ``pixel-expert`` (both PushBlock
+    only), ``random``, or ``lerobot`` (a LeRobot ``pretrained_model`` folder at ``checkpoint``)."""
     from cosmos_robot.policies.pixel_expert import PixelExpert
     from cosmos_robot.policies.scripted import ScriptedExpert
     from cosmos_robot.policies.world_model_policy import WorldModelPolicy
+    from cosmos_robot.world_model import load_world_model
 
     if kind not in POLICY_KINDS:
         raise ValueError(f"policy={kind!r}; expected one of {list(POLICY_KINDS)}")
+    env_id = resolve_env_id(env_id)
     if kind == "model":
-        return WorldModelPolicy(checkpoint, push_block_embodiment(env_id), **model_kwargs)
+        model = load_world_model(checkpoint)
+        name = embodiment or embodiment_of(env_id)
+        if name not in model.embodiments:
+            how = "" if embodiment else f" (the robot_type {env_id}'s data is recorded under; pass the embodiment)"
+            raise ValueError(
+                f"embodiment={name!r}{how} is unknown to the model; expected one of {sorted(model.embodiments)}"
+            )
+        return WorldModelPolicy(model, name, **model_kwargs)
     if kind == "lerobot":
         from cosmos_robot.policies.lerobot_adapter import LeRobotPolicyAdapter
 
         return LeRobotPolicyAdapter(checkpoint)
+    if kind in ("expert", "pixel-expert"):
+        push_block_embodiment(env_id)  # the scripted experts know PushBlock only
     env = gym.make(env_id)
     try:
         if kind == "expert":
@@ -67,6 +85,20 @@ def make_policy(kind: str, env_id: str, checkpoint: str = "default", **model_kwa
         return RandomPolicy(env.action_space)
     finally:
         env.close()
+
+
+def load_success_fn(spec: str) -> Callable[[dict[str, Any]], bool]:
+    """The function named by ``'module:function'`` (a step's ``info`` -> success), imported."""
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise ValueError(f"success={spec!r}; expected 'module:function'")
+    try:
+        function = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"success={spec!r} cannot be loaded ({error}); expected 'module:function'") from None
+    if not callable(function):
+        raise ValueError(f"success={spec!r} is a {type(function).__name__}; expected a function of info")
+    return function
 
 
 @dataclass
@@ -111,18 +143,41 @@ def evaluate_policy(
     seed: int = POLICY_SEED,
     recorder: PolicyRecorder | None = None,
     progress: bool = True,
+    image_size: int = 64,
+    action_repeat: int = 1,
+    success_fn: Callable[[dict[str, Any]], bool] | None = None,
+    max_steps: int | None = None,
 ) -> ClosedLoopResult:
-    """Run ``episodes`` seeded episodes (seeds ``seed``, ``seed + 1``, ...) closed loop in MuJoCo."""
+    """Run ``episodes`` seeded episodes (seeds ``seed``, ``seed + 1``, ...) closed loop in MuJoCo.
+
+    PushBlock ids run as they are. Any other gymnasium MuJoCo id is made by
+    :func:`cosmos_robot.envs.gym_adapter.make_env` (``image_size`` pixels + ``agent_pos``; success from
+    the env's ``is_success`` or ``success`` info, else ``success_fn(info)``), each action held for
+    ``action_repeat`` env steps (a model trained on data recorded faster than its own rate:
+    :func:`cosmos_robot.envs.action_repeat.action_repeat`). ``max_steps`` caps an episode's steps.
+    """
     if episodes <= 0:
         raise ValueError(f"episodes={episodes!r}; expected a positive integer")
-    env = gym.make(env_id)
+    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
+        raise ValueError(f"max_steps={max_steps!r}; expected None or a positive integer")
+    env_id = resolve_env_id(env_id)
+    if env_id in PUSH_BLOCK_IDS.values():
+        if action_repeat != 1 or success_fn is not None:
+            raise ValueError(f"env={env_id!r} is a PushBlock env: it has its own rate and success; expected neither")
+        env = gym.make(env_id)
+    else:
+        env = make_env(env_id, width=image_size, height=image_size, success_fn=success_fn)
+        if action_repeat != 1:
+            env = ActionRepeat(env, action_repeat)
     per_episode: list[dict[str, Any]] = []
     steps_total, seconds = 0, 0.0
     try:
         for k in tqdm(range(episodes), desc=f"policy in {env_id.split('/')[-1]}", disable=not progress):
             episode_seed = seed + k
             policy.reset(seed=episode_seed)
-            episode = run_episode(env, lambda obs, info: np.asarray(policy.act(obs, info), np.float32), episode_seed)
+            episode = run_episode(
+                env, lambda obs, info: np.asarray(policy.act(obs, info), np.float32), episode_seed, max_steps=max_steps
+            )
             if recorder is not None:
                 record_episode(recorder, k, episode_seed, episode, getattr(policy, "chunks", []))
             seconds += episode.act_seconds

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from cosmos_robot.datasets.windows import open_episodes
+from cosmos_robot.datasets.for_model import episodes_for_model
 from cosmos_robot.eval.result import EvalResult
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import ACTION, OBS_STATE
@@ -99,12 +99,7 @@ def evaluate_offline(
     :meth:`WorldModel.forward_dynamics`: predicted frames as the observed frame plus the decoded
     change (True), or the plain decode of the predicted latents (False)."""
     fd_options = {} if pixel_residual is None else {"pixel_residual": pixel_residual}
-    data = open_episodes(dataset).to_memory()
-    embodiment = data.robot_type or data.meta.get("embodiment")
-    if embodiment not in model.embodiments:
-        raise ValueError(
-            f"dataset={str(dataset)!r} is of embodiment={embodiment!r}; the model knows {model.embodiments}"
-        )
+    data, embodiment = episodes_for_model(dataset, model)
     camera = data.image_keys[0]
     count = data.num_episodes if episodes is None else min(episodes, data.num_episodes)
     if count < 1:

@@ -41,7 +41,7 @@ def test_the_model_policy_runs_closed_loop_and_its_recording_verifies(smoke_chec
 
 def test_bad_input_is_one_line_and_non_zero(tmp_path, capsys):
     assert main(["eval", "policy", "--env", "CartPole-v1", "--json", str(tmp_path / "x.json")]) != 0
-    assert "is not a PushBlock env" in capsys.readouterr().err
+    assert "embodiment='cartpole-v1' (the robot_type CartPole-v1's data" in capsys.readouterr().err
     assert main(["eval", "policy", "--policy", "oracle", "--json", str(tmp_path / "x.json")]) != 0
 
     assert push_block_embodiment(POINT) == "point"
