@@ -245,3 +245,19 @@ def test_export_halves_the_weights(smoke_checkpoint, tmp_path):
         smoke_checkpoint / "model.safetensors"
     ).stat().st_size
     assert load_file(str(exported / "model.safetensors"))["frame_in.weight"].dtype == torch.float16
+
+
+def test_a_fresh_model_widens_its_shared_widths_to_fit_its_robots(smoke_data, tmp_path):
+    import numpy as np
+
+    from cosmos_robot.datasets.zarr_store import lerobot_to_zarr, read_zarr, write_zarr
+    from cosmos_robot.keys import OBS_STATE
+
+    narrow = read_zarr(lerobot_to_zarr(smoke_data[0], tmp_path / "point.zarr"), in_memory=True)
+    narrow.data[OBS_STATE] = np.tile(narrow.data[OBS_STATE], (1, 9))[:, :17]  # wider than tiny's 16
+    narrow.robot_type = "wide"
+    wide = write_zarr(narrow, tmp_path / "wide.zarr")
+    config = smoke_config(smoke_data + [str(wide)], tmp_path / "ckpt")
+    assert (config.model_config().state_width, config.model_config().action_width) == (24, 32)
+    pinned = smoke_config(smoke_data, tmp_path / "ckpt", model_overrides={"state_width": 8})
+    assert pinned.model_config().state_width == 8  # an explicit width is kept

@@ -11,7 +11,7 @@ from PIL import Image
 
 from cosmos_robot.collect import collect
 from cosmos_robot.datasets.lerobot_io import read_lerobot, write_lerobot
-from cosmos_robot.datasets.training_set import TrainingSet
+from cosmos_robot.datasets.training_set import TrainingSet, source_widths
 from cosmos_robot.datasets.video_io import to_model_size
 from cosmos_robot.model.config import preset
 from cosmos_robot.model.tokenizers import FrameAutoencoder
@@ -123,3 +123,24 @@ def test_sequences_of_several_actions_stay_inside_their_episode(expert_and_noisy
     )
     assert batch.state_channels[:, :2].all() and not batch.state_channels[:, 2:].any()
     assert data.transitions(steps=3) is table and data.transitions() is not table
+
+
+def test_a_dataset_at_twice_the_model_rate_is_subsampled(tmp_path):
+    source = tmp_path / "slider20"
+    collect("tests.envs.third_party_env:ThirdPartySlider-v0", 2, source, policy="random", video=False,
+            progress=False, fps=20)  # fmt: skip
+    data = TrainingSet([source], preset("tiny"), num_frames=5, val_fraction=0.5)
+    name = "thirdpartyslider-v0"
+    train, val = data.parts[name]
+    assert train.fps == val.fps == 10.0
+    # 20 steps of 20 fps (21 frames) are 10 model steps; the embodiment keeps its own rate.
+    assert train.episode_lengths().tolist() == val.episode_lengths().tolist() == [10]
+    assert data.embodiments[name].rate_hz == 20.0
+    with pytest.raises(ValueError, match="fps=20; the model runs at 15 fps.*train --fps 20"):
+        TrainingSet([source], preset("tiny"), num_frames=5, fps=15.0)
+
+
+def test_source_widths_read_the_metadata(expert_and_noisy):
+    assert source_widths(expert_and_noisy[0]) == (2, 2)
+    with pytest.raises(FileNotFoundError, match="neither a LeRobot dataset"):
+        source_widths(expert_and_noisy[0].parent / "missing")

@@ -45,3 +45,11 @@ def test_an_env_without_pixels_and_agent_pos_is_refused():
     with pytest.raises(ValueError, match="expected a Dict with 'pixels'"):
         EnvStarts(env)
     env.close()
+
+
+def test_starts_come_at_the_models_size(point_images_dataset):
+    rng = np.random.default_rng(0)
+    assert make_start_source(point_images_dataset, size=32).draw(rng).frame.shape == (32, 32, 3)
+    source = make_start_source("tests.envs.third_party_env:ThirdPartySlider-v0", size=48)
+    assert source.draw(rng).frame.shape == (48, 48, 3)
+    source.close()

@@ -45,3 +45,36 @@ def test_bad_input_is_one_line_and_non_zero(tmp_path, capsys):
     assert main(["eval", "policy", "--policy", "oracle", "--json", str(tmp_path / "x.json")]) != 0
 
     assert push_block_embodiment(POINT) == "point"
+
+
+SLIDER = "tests.envs.third_party_env:ThirdPartySlider-v0"
+
+
+def test_any_gymnasium_mujoco_env_runs_with_its_own_success_test_and_the_models_rate():
+    from tests.envs.third_party_env import near_centre
+
+    policy = make_policy("random", SLIDER)
+    held = evaluate_policy(policy, SLIDER, 2, action_repeat=2, success_fn=near_centre, progress=False)
+    assert [e["length"] for e in held.per_episode] == [10, 10]  # 20 env steps, 2 per policy step
+    capped = evaluate_policy(policy, SLIDER, 2, max_steps=3, progress=False)
+    assert [e["length"] for e in capped.per_episode] == [3, 3] and capped.success_rate == 0.0  # no success test
+    always = evaluate_policy(policy, SLIDER, 1, success_fn=lambda info: True, max_steps=2, progress=False)
+    assert always.success_rate == 1.0
+
+
+def test_the_cli_loads_a_success_function_and_refuses_bad_ones(tmp_path, capsys):
+    out = tmp_path / "slider.json"
+    args = ["eval", "policy", "--env", SLIDER, "--policy", "random", "--episodes", "1", "--json", str(out)]
+    assert main(args + ["--success", "tests.envs.third_party_env:near_centre", "--max-steps", "4"]) == 0
+    assert json.loads(out.read_text())["per_episode"][0]["length"] == 4
+    capsys.readouterr()
+    for spec, message in [
+        ("near_centre", "expected 'module:function'"),
+        ("tests.envs.third_party_env:missing", "cannot be loaded"),
+        ("tests.envs.third_party_env:XML", "is a str; expected a function"),
+    ]:
+        assert main(args + ["--success", spec]) != 0
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+    assert main(args[:-2] + ["--policy", "expert", "--json", str(out)]) != 0
+    assert "is not a PushBlock env" in capsys.readouterr().err
