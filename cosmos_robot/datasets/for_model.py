@@ -24,6 +24,12 @@ def model_entry(model: WorldModel, embodiment: str) -> EmbodimentEntry | None:
     return None if processor is None else processor.entry(embodiment)
 
 
+def pick_camera(image_keys: list[str], learned: str | None) -> str:
+    """The camera to read: the only one, whatever its key; among several, the one the model learned from
+    (``learned``; None: the first)."""
+    return learned if len(image_keys) > 1 and learned is not None else image_keys[0]
+
+
 def episodes_for_model(
     source: str | os.PathLike, model: WorldModel, embodiment: str | None = None
 ) -> tuple[EpisodeArrays, str]:
@@ -38,10 +44,7 @@ def episodes_for_model(
     if not episodes.image_keys:
         raise ValueError(f"dataset={str(source)!r} has no image feature; expected recorded frames")
     entry = model_entry(model, name)
-    learned = entry.camera if entry is not None else None
-    # One camera is the camera, whatever its key; among several, the one the model learned from.
-    camera = learned if len(episodes.image_keys) > 1 and learned is not None else episodes.image_keys[0]
-    select_camera(episodes, camera, str(source))
+    select_camera(episodes, pick_camera(episodes.image_keys, entry.camera if entry else None), str(source))
     episodes = to_model_rate(episodes, model.fps, str(source))
     to_image_size(episodes, model.image_size)
     return episodes, name

@@ -132,8 +132,8 @@ class Batch:
 
     reasoner: ReasonerInputs
     clean: GeneratorInputs
-    rewards: torch.Tensor  # (B, K)
-    successes: torch.Tensor  # (B, K)
+    rewards: torch.Tensor  # (B, K) float, NaN where the dataset records none
+    successes: torch.Tensor  # (B, K) float 0/1, NaN where the dataset records none
 
 
 @dataclass
@@ -428,6 +428,9 @@ class TrainingSet:
             torch.stack([w["action_time"] for w in windows]),
             states,
         )
-        rewards = torch.stack([w["rewards"] for w in windows])
-        successes = torch.stack([w["successes"] for w in windows])
+        # A dataset that records no reward or success (a robot's own recordings often do not) leaves them
+        # unknown (NaN): the heads learn only from the windows that have them.
+        unknown = torch.full((actions.shape[1],), float("nan"))
+        rewards = torch.stack([w.get("rewards", unknown) for w in windows])
+        successes = torch.stack([w["successes"].float() if "successes" in w else unknown for w in windows])
         return Batch(reasoner, clean, rewards, successes)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -28,8 +29,9 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from cosmos_robot.datasets.for_model import model_entry
 from cosmos_robot.envs import PUSH_BLOCK_IDS
-from cosmos_robot.envs.start_sources import StartSource, make_start_source
+from cosmos_robot.envs.start_sources import DatasetStarts, StartSource, make_start_source
 from cosmos_robot.forking import refuse_forked_child
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import AGENT_POS, PIXELS
@@ -90,19 +92,28 @@ class Imagination:
             raise ValueError(
                 f"embodiment={embodiment!r} is not known to the model; expected one of {model.embodiments}"
             )
-        if reference is None:
-            if embodiment not in PUSH_BLOCK_IDS:
-                raise ValueError(
-                    f"reference=None for embodiment={embodiment!r}; pass the gymnasium id of the env it imitates"
-                )
-            reference = PUSH_BLOCK_IDS[embodiment]
         if reward_fn is None and getattr(model, "forward_path", "full") == "prior":
             raise ValueError(
                 "the model's forward_path='prior' predicts no reward (it would be 0 every step); "
                 "pass reward_fn (and success_fn), or use forward_path='full'"
             )
         size = model.image_size
-        pixel_space, self.action_space = reference_spaces(reference, size)
+        entry = model_entry(model, embodiment)
+        camera = entry.camera if entry is not None else None
+        if reference is None and embodiment in PUSH_BLOCK_IDS:
+            reference = PUSH_BLOCK_IDS[embodiment]
+        if reference is not None:
+            pixel_space, self.action_space = reference_spaces(reference, size)
+            self.start_source = make_start_source(start if start is not None else reference, size, camera)
+        elif start is not None and not isinstance(start, gym.Env) and Path(str(start)).exists():
+            # A robot known only from its recordings: the spaces are the dataset's.
+            self.start_source = DatasetStarts(start, size, camera)
+            pixel_space, self.action_space = self.start_source.spaces()
+        else:
+            raise ValueError(
+                f"reference=None for embodiment={embodiment!r}; pass the gymnasium id of the env it imitates, "
+                "or start= a dataset of it"
+            )
         if pixel_space[PIXELS].shape != (size, size, 3):
             raise ValueError(
                 f"reference observes pixels of shape {pixel_space[PIXELS].shape}; the model expects ({size}, {size}, 3)"
@@ -112,7 +123,6 @@ class Imagination:
         self.observation_space = (
             pixel_space if observation == "pixels" else spaces.Dict({AGENT_POS: pixel_space[AGENT_POS]})
         )
-        self.start_source = make_start_source(start if start is not None else reference, size)
         self.model = model
         self.embodiment = embodiment
         self.max_episode_steps = max_episode_steps

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
-from cosmos_robot.keys import AGENT_POS, OBS_STATE, PIXELS
+from cosmos_robot.keys import ACTION, AGENT_POS, OBS_STATE, PIXELS
 
 
 @dataclass
@@ -80,9 +80,10 @@ class DatasetStarts:
     Args:
         path: the dataset folder.
         size: centre-crop and resize the frames to this square side (None: as recorded).
+        camera: the image key to read where the dataset has several (None: the first).
     """
 
-    def __init__(self, path: str | os.PathLike, size: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike, size: int | None = None, camera: str | None = None) -> None:
         from cosmos_robot.datasets.windows import open_episodes
 
         self.path = Path(path)
@@ -92,13 +93,37 @@ class DatasetStarts:
         if OBS_STATE not in episodes.data:
             raise ValueError(f"dataset={str(self.path)!r} has no {OBS_STATE!r}; expected the agent state")
         firsts = np.concatenate([[0], episodes.episode_ends[:-1]]).astype(int)
-        self.frames = np.asarray(episodes.data[episodes.image_keys[0]][firsts])
+        from cosmos_robot.datasets.for_model import pick_camera
+
+        key = pick_camera(episodes.image_keys, camera)
+        if key not in episodes.image_keys:
+            raise ValueError(
+                f"camera={key!r} is not in dataset={str(self.path)!r}; expected one of {episodes.image_keys}"
+            )
+        self.frames = np.asarray(episodes.data[key][firsts])
         if size is not None and self.frames.shape[1:3] != (size, size):
             from cosmos_robot.datasets.video_io import to_model_size
 
             self.frames = to_model_size(self.frames, size)
         self.states = np.asarray(episodes.data[OBS_STATE][firsts], np.float32)
         self.embodiment = episodes.robot_type or episodes.meta.get("embodiment")
+        self._state_dim = self.states.shape[1]
+        actions = np.asarray(episodes.data[ACTION][:], np.float32) if ACTION in episodes.data else None
+        self._action_range = None if actions is None else (actions.min(0), actions.max(0))
+
+    def spaces(self) -> tuple[gym.spaces.Dict, gym.spaces.Box]:
+        """(observation space, action space) of the recorded robot: its frames (as drawn) and state, and
+        the range of the actions it was recorded taking (for an env built from the dataset alone)."""
+        if self._action_range is None:
+            raise ValueError(f"dataset={str(self.path)!r} has no {ACTION!r}; expected recorded actions")
+        low, high = self._action_range
+        observation = gym.spaces.Dict(
+            {
+                PIXELS: gym.spaces.Box(0, 255, self.frames.shape[1:], np.uint8),
+                AGENT_POS: gym.spaces.Box(-np.inf, np.inf, (self._state_dim,), np.float32),
+            }
+        )
+        return observation, gym.spaces.Box(low, np.maximum(high, low + 1e-6), dtype=np.float32)
 
     def draw(self, rng: np.random.Generator) -> Start:
         """The first frame and state of a random episode."""
@@ -136,16 +161,19 @@ class FixedStarts:
         """Nothing to free."""
 
 
-def make_start_source(start: str | os.PathLike | gym.Env | StartSource, size: int | None = None) -> StartSource:
-    """A start source from a gymnasium id, an env, a dataset folder, or an object with ``draw``; ids and
-    datasets give ``size`` x ``size`` frames (None: 64 and as recorded)."""
+def make_start_source(
+    start: str | os.PathLike | gym.Env | StartSource, size: int | None = None, camera: str | None = None
+) -> StartSource:
+    """A start source from a gymnasium id, an env, a dataset folder (read from ``camera`` where it has
+    several), or an object with ``draw``; ids and datasets give ``size`` x ``size`` frames (None: 64 and
+    as recorded)."""
     if hasattr(start, "draw"):
         return start  # type: ignore[return-value]
     if isinstance(start, gym.Env):
         return EnvStarts(start)
     text = str(start)
     if Path(text).exists():
-        return DatasetStarts(text, size)
+        return DatasetStarts(text, size, camera)
     from cosmos_robot.envs.gym_adapter import resolve_env_id
 
     try:

@@ -145,8 +145,8 @@ def training_loss(
         clean: generator inputs holding clean values (their ``*_t`` fields are ignored).
         plan: which tokens each sample generates.
         noise: from :func:`draw_noise` for this batch.
-        rewards: (B, K) true rewards per action, or None to skip the reward head.
-        successes: (B, K) true success flags per action, or None.
+        rewards: (B, K) true rewards per action (NaN: unknown, left out), or None to skip the reward head.
+        successes: (B, K) true success flags per action (NaN: unknown), or None.
         prior_batch: demonstration windows for the action prior's regression loss (added to the
             total), or None to skip it.
         inverse_batch: consecutive-frame pairs for the inverse prior's regression loss (added to the
@@ -180,11 +180,14 @@ def training_loss(
     total = per_sample.mean()
 
     reward_loss = success_loss = torch.zeros((), device=total.device)
-    if rewards is not None:
-        reward_loss = F.mse_loss(out.reward, rewards.to(out.reward.dtype))
+    # NaN targets are unknown (a dataset that records no reward or success) and are left out.
+    if rewards is not None and (known := torch.isfinite(rewards)).any():
+        reward_loss = F.mse_loss(out.reward[known], rewards[known].to(out.reward.dtype))
         total = total + reward_loss
-    if successes is not None:
-        success_loss = F.binary_cross_entropy_with_logits(out.success_logit, successes.to(out.success_logit.dtype))
+    if successes is not None and (known := torch.isfinite(successes.float())).any():
+        success_loss = F.binary_cross_entropy_with_logits(
+            out.success_logit[known], successes[known].to(out.success_logit.dtype)
+        )
         total = total + success_loss
 
     prior_term = torch.zeros((), device=total.device)

@@ -37,6 +37,28 @@ def test_loss_is_finite_and_a_tiny_network_fits_one_batch():
     assert float(terms.total) < 0.5 * first
 
 
+def test_unknown_rewards_and_successes_are_left_out_of_the_heads_losses():
+    torch.manual_seed(0)
+    net = WorldActionNetwork(preset("tiny"))
+    reasoner, clean = example_inputs(net.config, batch=4)
+    plan = BatchPlan.from_modes([Mode.FORWARD_DYNAMICS] * 4, 4, 3)
+    noise = draw_noise(clean, torch.Generator().manual_seed(0))
+    rewards, successes = torch.randn(4, 3), (torch.rand(4, 3) > 0.5).float()
+    unknown = torch.tensor([False, True, False, True])  # samples 1 and 3 come from a dataset without them
+    masked = training_loss(
+        net, reasoner, clean, plan, noise, rewards.masked_fill(unknown[:, None], float("nan")),
+        successes.masked_fill(unknown[:, None], float("nan")),
+    )  # fmt: skip
+    assert torch.isfinite(masked.total)
+    with torch.no_grad():  # the same rows scored with absurd targets: they would dominate the loss
+        scored = training_loss(net, reasoner, clean, plan, noise, rewards.masked_fill(unknown[:, None], 1e3), successes)
+    assert masked.reward < 10.0 < 1e4 < scored.reward
+    none = training_loss(
+        net, reasoner, clean, plan, noise, torch.full((4, 3), float("nan")), torch.full((4, 3), float("nan"))
+    )
+    assert none.reward == 0.0 and none.success == 0.0  # no known target at all trains neither head
+
+
 def test_clean_only_plans_give_no_flow_loss():
     net = WorldActionNetwork(preset("tiny"))
     reasoner, clean = example_inputs(net.config, batch=2)
