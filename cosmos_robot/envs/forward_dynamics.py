@@ -223,7 +223,9 @@ class ForwardDynamicsEnv(gym.Env):
 
     ## Starting State
     From ``start``: a real env's reset (a gymnasium id or env; ``info["start_seed"]`` replays it in
-    MuJoCo) or the first frame of a random episode of a LeRobot dataset / zarr store.
+    MuJoCo) or the first frame of a random episode of a LeRobot dataset / zarr store (its camera the
+    model learned from, cropped and resized to the model's frames). One step stands for as many steps
+    of the real env as the model's rate divides the robot's recorded rate (docs/guide.md, "Rates").
 
     ## Episode End
     Terminated when the learned success probability exceeds ``success_threshold`` (or
@@ -233,7 +235,8 @@ class ForwardDynamicsEnv(gym.Env):
     ## Arguments
     ``checkpoint`` (any :class:`~cosmos_robot.interface.WorldModel` backend, a checkpoint folder or
     ``"default"``), ``embodiment``, ``start`` (default: the reference env), ``reference`` (default:
-    the PushBlock env of the embodiment), ``max_episode_steps`` (80), ``sampling_steps`` (denoising
+    the PushBlock env of the embodiment; for a robot known only from recordings, None with ``start`` its
+    dataset: the spaces are then the dataset's), ``max_episode_steps`` (80), ``sampling_steps`` (denoising
     steps per step, 4), ``reward_fn``, ``success_fn``, ``success_threshold`` (0.5), ``render_mode``
     (None or "rgb_array"; needs ``observation="pixels"``), ``terminate_on_success`` (True; False keeps
     open-loop comparisons running after a success), ``observation`` ("pixels" or "state").
