@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from cosmos_robot.atomic import check_output_path
 from cosmos_robot.datasets.episode_spool import EpisodeSpool
+from cosmos_robot.datasets.for_model import model_entry, pick_camera
 from cosmos_robot.datasets.lerobot_io import LeRobotWriter
 from cosmos_robot.datasets.video_io import match_fps, read_video, to_model_size
 from cosmos_robot.interface import WorldModel
@@ -57,9 +58,15 @@ def _mp4s(folder: Path) -> list[Path]:
 
 
 def read_clips(
-    source: str | os.PathLike, model_fps: float, size: int, fps: float | None = None, task: str | None = None
+    source: str | os.PathLike,
+    model_fps: float,
+    size: int,
+    fps: float | None = None,
+    task: str | None = None,
+    camera: str | None = None,
 ) -> tuple[list[Clip], float]:
-    """The clips of ``source`` at the model's size and rate; returns (clips, the source's fps)."""
+    """The clips of ``source`` at the model's size and rate (a dataset's ``camera`` where it has several;
+    None: its first); returns (clips, the source's fps)."""
     source = Path(source)
     if not source.exists():
         raise FileNotFoundError(f"input={str(source)!r} does not exist")
@@ -72,7 +79,9 @@ def read_clips(
         if not episodes.image_keys:
             raise ValueError(f"input={str(source)!r} has no camera feature; expected video")
         source_fps = float(fps or episodes.fps)
-        camera = episodes.image_keys[0]
+        camera = pick_camera(episodes.image_keys, camera)
+        if camera not in episodes.image_keys:
+            raise ValueError(f"input={str(source)!r} has no camera {camera!r}; expected one of {episodes.image_keys}")
         clips = []
         for ep in range(episodes.num_episodes):
             start, stop = episodes.episode_bounds(ep)
@@ -147,7 +156,9 @@ def label(
     else:
         reference = embodiment
     check_output_path(out, overwrite)
-    clips, source_fps = read_clips(source, model.fps, model.image_size, fps=fps, task=task)
+    entry = model_entry(model, reference)
+    camera = entry.camera if entry is not None else None  # the camera the model learned this robot from
+    clips, source_fps = read_clips(source, model.fps, model.image_size, fps=fps, task=task, camera=camera)
     for clip in clips:
         if len(clip.frames) < model.num_frames:
             raise ValueError(

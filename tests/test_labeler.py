@@ -15,7 +15,7 @@ from cosmos_robot.datasets.lerobot_io import LeRobotWriter, read_lerobot
 from cosmos_robot.datasets.video_io import write_video
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.keys import ACTION
-from cosmos_robot.labeler import SPREAD, fit_action_decoder, label
+from cosmos_robot.labeler import SPREAD, fit_action_decoder, label, read_clips
 from cosmos_robot.policies.scripted import ScriptedExpert
 from cosmos_robot.world_model import WorldActionModel
 
@@ -81,6 +81,23 @@ def test_labels_an_action_less_lerobot_dataset_from_the_cli(smoke_checkpoint, tm
     data = read_lerobot(out)
     assert data.num_frames == 8 and data.tasks == ["push it"] and data.robot_type == "arm2"
     assert checksum(source) == before
+
+
+def test_a_dataset_with_several_cameras_is_read_from_the_one_named(tmp_path):
+    source = tmp_path / "two_cameras"
+    image = {"dtype": "image", "shape": (64, 64, 3), "names": ["h", "w", "c"]}
+    features = {"observation.images.side": image, "observation.images.wrist": image}
+    frames = rollout_frames(3, steps=5)
+    with LeRobotWriter(source, fps=10, features=features, robot_type=None, meta={}, video=False) as writer:
+        for frame in frames:
+            writer.add_frame({"observation.images.side": np.zeros_like(frame), "observation.images.wrist": frame,
+                              "task": "push it"})  # fmt: skip
+        writer.save_episode()
+    wrist, _ = read_clips(source, 10.0, 64, camera="observation.images.wrist")
+    np.testing.assert_array_equal(wrist[0].frames, frames)
+    assert not read_clips(source, 10.0, 64)[0][0].frames.any()  # no camera named: the first, the black one
+    with pytest.raises(ValueError, match="has no camera 'observation.images.top'"):
+        read_clips(source, 10.0, 64, camera="observation.images.top")
 
 
 def test_cli_label_and_one_line_errors(smoke_checkpoint, videos, tmp_path, capsys):
