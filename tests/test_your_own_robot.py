@@ -141,6 +141,7 @@ def test_a_dataset_written_with_lerobot_at_another_camera_size_and_rate_trains(t
                    sampling_steps=1)  # fmt: skip
     obs, _ = env.reset(seed=0)
     assert obs["pixels"].shape == (64, 64, 3) and obs["agent_pos"].shape == (7,)
+    assert env.metadata["render_fps"] == 10.0  # the model's rate, not the 30 fps recording's
     assert env.action_space.shape == (7,) and env.action_space.low.min() >= -1 and env.action_space.high.max() <= 1
     assert env.observation_space.contains(env.step(env.action_space.sample())[0])
     # The wrist camera, not the side one: a start frame is the recorded wrist frame, cropped to the model's size.

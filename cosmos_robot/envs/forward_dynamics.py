@@ -268,6 +268,7 @@ class ForwardDynamicsEnv(gym.Env):
             )
         settings = (max_episode_steps, sampling_steps, reward_fn, success_fn, success_threshold, terminate_on_success)
         self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings, observation)
+        self.metadata = dict(self.metadata, render_fps=self.imagination.model.fps)  # one step per model frame
         self.observation_space = self.imagination.observation_space
         self.action_space = self.imagination.action_space
         self.render_mode = render_mode
@@ -352,6 +353,7 @@ class ForwardDynamicsVectorEnv(VectorEnv):
             raise ValueError(f"num_envs={num_envs!r}; expected a positive integer")
         settings = (max_episode_steps, sampling_steps, reward_fn, success_fn, success_threshold, terminate_on_success)
         self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings, observation)
+        self.metadata = dict(self.metadata, render_fps=self.imagination.model.fps)
         self.num_envs = num_envs
         self.single_observation_space = self.imagination.observation_space
         self.single_action_space = self.imagination.action_space
