@@ -54,7 +54,8 @@ class SimulatedKillError(Exception):
     """Stands for the process dying right after a phase checkpoint was written."""
 
 
-@pytest.mark.parametrize("phase", ["autoencoder", "forward_prior"])
+# The forward-prior phase resumes by the same code path; it runs with the slow tests to keep `make test` short.
+@pytest.mark.parametrize("phase", ["autoencoder", pytest.param("forward_prior", marks=pytest.mark.slow)])
 def test_resume_inside_a_phase_matches_an_uninterrupted_run(smoke_data, tmp_path, monkeypatch, phase):
     changes = {"steps": 4, "ae_steps": 10, "forward_steps": 10, "checkpoint_every": 5, "val_every": 0}
     uninterrupted = Trainer(smoke_config(smoke_data, tmp_path / "a", **changes), progress=False)

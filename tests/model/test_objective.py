@@ -26,15 +26,15 @@ def test_loss_is_finite_and_a_tiny_network_fits_one_batch():
     rewards, successes = torch.randn(6, 3), torch.rand(6, 3) > 0.5
     opt = torch.optim.AdamW(net.parameters(), lr=2e-3)
     first = None
-    for _ in range(120):
+    for _ in range(40):  # measured: the loss falls to ~5 % of its first value by then
         noise = draw_noise(clean, torch.Generator().manual_seed(0))
         terms = training_loss(net, reasoner, clean, plan, noise, rewards, successes)
         assert torch.isfinite(terms.total)
-        first = first if first is not None else float(terms.total)
+        first = first if first is not None else float(terms.total.detach())
         opt.zero_grad()
         terms.total.backward()
         opt.step()
-    assert float(terms.total) < 0.5 * first
+    assert float(terms.total.detach()) < 0.2 * first
 
 
 def test_unknown_rewards_and_successes_are_left_out_of_the_heads_losses():
