@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from cosmos_robot.atomic import check_output_path
 from cosmos_robot.datasets.episode_spool import EpisodeSpool
-from cosmos_robot.datasets.for_model import model_entry, pick_camera
+from cosmos_robot.datasets.for_model import learned_camera, pick_camera
 from cosmos_robot.datasets.lerobot_io import LeRobotWriter
 from cosmos_robot.datasets.video_io import match_fps, read_video, to_model_size
 from cosmos_robot.interface import WorldModel
@@ -79,9 +79,7 @@ def read_clips(
         if not episodes.image_keys:
             raise ValueError(f"input={str(source)!r} has no camera feature; expected video")
         source_fps = float(fps or episodes.fps)
-        camera = pick_camera(episodes.image_keys, camera)
-        if camera not in episodes.image_keys:
-            raise ValueError(f"input={str(source)!r} has no camera {camera!r}; expected one of {episodes.image_keys}")
+        camera = pick_camera(episodes.image_keys, camera, f"input={str(source)!r}")
         clips = []
         for ep in range(episodes.num_episodes):
             start, stop = episodes.episode_bounds(ep)
@@ -156,8 +154,7 @@ def label(
     else:
         reference = embodiment
     check_output_path(out, overwrite)
-    entry = model_entry(model, reference)
-    camera = entry.camera if entry is not None else None  # the camera the model learned this robot from
+    camera = learned_camera(model, reference)
     clips, source_fps = read_clips(source, model.fps, model.image_size, fps=fps, task=task, camera=camera)
     for clip in clips:
         if len(clip.frames) < model.num_frames:

@@ -24,10 +24,19 @@ def model_entry(model: WorldModel, embodiment: str) -> EmbodimentEntry | None:
     return None if processor is None else processor.entry(embodiment)
 
 
-def pick_camera(image_keys: list[str], learned: str | None) -> str:
-    """The camera to read: the only one, whatever its key; among several, the one the model learned from
-    (``learned``; None: the first)."""
-    return learned if len(image_keys) > 1 and learned is not None else image_keys[0]
+def learned_camera(model: WorldModel, embodiment: str) -> str | None:
+    """The camera ``model`` learned ``embodiment`` from (None where it stored none)."""
+    entry = model_entry(model, embodiment)
+    return None if entry is None else entry.camera
+
+
+def pick_camera(image_keys: list[str], learned: str | None, source: str) -> str:
+    """The camera to read from ``source`` (named in the error): the only one, whatever its key; among
+    several, the one the model learned from (``learned``; None: the first)."""
+    camera = learned if len(image_keys) > 1 and learned is not None else image_keys[0]
+    if camera not in image_keys:
+        raise ValueError(f"{source} has no camera {camera!r}; expected one of {image_keys}")
+    return camera
 
 
 def episodes_for_model(
@@ -43,8 +52,8 @@ def episodes_for_model(
         raise ValueError(f"dataset={str(source)!r} is of embodiment={name!r}; the model knows {model.embodiments}")
     if not episodes.image_keys:
         raise ValueError(f"dataset={str(source)!r} has no image feature; expected recorded frames")
-    entry = model_entry(model, name)
-    select_camera(episodes, pick_camera(episodes.image_keys, entry.camera if entry else None), str(source))
+    camera = pick_camera(episodes.image_keys, learned_camera(model, name), f"dataset={str(source)!r}")
+    select_camera(episodes, camera, str(source))
     episodes = to_model_rate(episodes, model.fps, str(source))
     to_image_size(episodes, model.image_size)
     return episodes, name

@@ -29,7 +29,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from cosmos_robot.datasets.for_model import model_entry
+from cosmos_robot.datasets.for_model import learned_camera
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.start_sources import DatasetStarts, StartSource, make_start_source
 from cosmos_robot.forking import refuse_forked_child
@@ -98,8 +98,7 @@ class Imagination:
                 "pass reward_fn (and success_fn), or use forward_path='full'"
             )
         size = model.image_size
-        entry = model_entry(model, embodiment)
-        camera = entry.camera if entry is not None else None
+        camera = learned_camera(model, embodiment)
         if reference is None and embodiment in PUSH_BLOCK_IDS:
             reference = PUSH_BLOCK_IDS[embodiment]
         if reference is not None:

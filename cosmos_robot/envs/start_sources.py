@@ -95,11 +95,7 @@ class DatasetStarts:
         firsts = np.concatenate([[0], episodes.episode_ends[:-1]]).astype(int)
         from cosmos_robot.datasets.for_model import pick_camera
 
-        key = pick_camera(episodes.image_keys, camera)
-        if key not in episodes.image_keys:
-            raise ValueError(
-                f"camera={key!r} is not in dataset={str(self.path)!r}; expected one of {episodes.image_keys}"
-            )
+        key = pick_camera(episodes.image_keys, camera, f"dataset={str(self.path)!r}")
         self.frames = np.asarray(episodes.data[key][firsts])
         if size is not None and self.frames.shape[1:3] != (size, size):
             from cosmos_robot.datasets.video_io import to_model_size
@@ -107,7 +103,6 @@ class DatasetStarts:
             self.frames = to_model_size(self.frames, size)
         self.states = np.asarray(episodes.data[OBS_STATE][firsts], np.float32)
         self.embodiment = episodes.robot_type or episodes.meta.get("embodiment")
-        self._state_dim = self.states.shape[1]
         actions = np.asarray(episodes.data[ACTION][:], np.float32) if ACTION in episodes.data else None
         self._action_range = None if actions is None else (actions.min(0), actions.max(0))
 
@@ -120,7 +115,7 @@ class DatasetStarts:
         observation = gym.spaces.Dict(
             {
                 PIXELS: gym.spaces.Box(0, 255, self.frames.shape[1:], np.uint8),
-                AGENT_POS: gym.spaces.Box(-np.inf, np.inf, (self._state_dim,), np.float32),
+                AGENT_POS: gym.spaces.Box(-np.inf, np.inf, self.states.shape[1:], np.float32),
             }
         )
         return observation, gym.spaces.Box(low, np.maximum(high, low + 1e-6), dtype=np.float32)
