@@ -3,11 +3,11 @@
 MuJoCo steps PushBlockPoint (64x64 render every step) in one process. The learned env (the shipped
 default, or ``--checkpoint``) steps ``batch`` episodes with one model call per step, at batch 1, 16
 and 64, in the configurations RL uses: the reach task's reward and success given as functions of the
-imagined state (``eval imagination-rl``), with pixel observations (frames decoded every step) and with
-state-only observations (no frame decoded: the forward prior alone). Where the checkpoint has a fast
-decoder, pixels are also timed with it (``model.fast_decoding``: off by default, it loses arm2's
-fingertip). For reference, batch 64 is also timed with the learned reward and success (the MoT runs
-every step). Steps per second counts
+imagined state, called once per step on the batch (``batched_fns``, as ``eval imagination-rl``), with
+pixel observations (frames decoded every step) and with state-only observations (no frame decoded: the
+forward prior alone). Where the checkpoint has a fast decoder, pixels are also timed with it
+(``model.fast_decoding``: off by default, it loses arm2's fingertip). For reference, batch 64 is also
+timed with the learned reward and success (the MoT runs every step). Steps per second counts
 environment steps (a batch of 64 is 64 steps).
 
     .venv/bin/python benchmarks/bench_fd_env.py --quick --json out/bench_fd_env.json
@@ -67,6 +67,7 @@ def imagined_steps_per_s(
         task = {
             "reward_fn": lambda obs, action, next_obs: reach_reward(next_obs[AGENT_POS]),
             "success_fn": lambda obs: reach_success(obs[AGENT_POS]),
+            "batched_fns": True,
         }
     envs = ForwardDynamicsVectorEnv(
         batch, model, "point", sampling_steps=sampling_steps, observation=observation, **task

@@ -417,13 +417,12 @@ class WorldActionModel:
         state_norm = np.zeros((b, self.config.state_width), np.float32)
         if state is not None:
             state_norm = self.processor.states_in(name, state)
-        domain = torch.full((b,), entry.embodiment.domain_id, device=self.device)
         channels = (torch.arange(self.config.state_width, device=self.device) < entry.embodiment.state_dim)[None]
         grids, states = self.network.forward_prior.rollout(
             grid,
             torch.from_numpy(state_norm).to(self.device),
             torch.from_numpy(self.processor.actions_in(name, actions)).to(self.device),
-            domain,
+            entry.embodiment.domain_id,
             channels.expand(b, -1),
         )
         return grid_tokens(grids, self.config), states[..., : entry.embodiment.state_dim].cpu().numpy()

@@ -77,6 +77,7 @@ class Imagination:
         success_threshold: float,
         terminate_on_success: bool,
         observation: str,
+        batched_fns: bool = False,
     ) -> None:
         refuse_forked_child("the learned env")
         if observation not in OBSERVATIONS:
@@ -130,6 +131,7 @@ class Imagination:
         self.success_fn = success_fn
         self.success_threshold = success_threshold
         self.terminate_on_success = terminate_on_success
+        self.batched_fns = bool(batched_fns)
 
     @property
     def context_frames(self) -> int:
@@ -181,12 +183,23 @@ class Imagination:
             success = prediction.success[:, 0] > self.success_threshold
         after = self.observe(history[:, -1] if frames is None else frames, next_states)
         if self.reward_fn is not None:
-            rewards = np.array(
-                [self.reward_fn(_row(before, i), actions[i], _row(after, i)) for i in range(len(actions))], np.float64
-            )
+            rewards = self._task_values(self.reward_fn, "reward_fn", (before, actions, after), np.float64)
         if self.success_fn is not None:
-            success = np.array([bool(self.success_fn(_row(after, i))) for i in range(len(actions))])
+            success = self._task_values(self.success_fn, "success_fn", (after,), bool)
         return frames, next_states, rewards, success.astype(bool), prediction.latents
+
+    def _task_values(self, fn: Callable[..., Any], name: str, args: tuple[Any, ...], dtype: type) -> np.ndarray:
+        """(B,) values of a task function: one call on the batch (``batched_fns``) or one per episode."""
+        b = len(args[-1][AGENT_POS])
+        if self.batched_fns:
+            values = np.asarray(fn(*args))
+            if values.shape != (b,):
+                raise ValueError(
+                    f"{name} returned shape {values.shape} with batched_fns=True; expected ({b},), one value per episode"
+                )
+            return values.astype(dtype)
+        rows = [fn(*(_row(a, i) if isinstance(a, dict) else a[i] for a in args)) for i in range(b)]
+        return np.array([dtype(v) for v in rows], dtype)
 
     def close(self) -> None:
         """Close the start source's env, if any."""
@@ -238,7 +251,9 @@ class ForwardDynamicsEnv(gym.Env):
     dataset: the spaces are then the dataset's), ``max_episode_steps`` (80), ``sampling_steps`` (denoising
     steps per step, 4), ``reward_fn``, ``success_fn``, ``success_threshold`` (0.5), ``render_mode``
     (None or "rgb_array"; needs ``observation="pixels"``), ``terminate_on_success`` (True; False keeps
-    open-loop comparisons running after a success), ``observation`` ("pixels" or "state").
+    open-loop comparisons running after a success), ``observation`` ("pixels" or "state"),
+    ``batched_fns`` (False; True calls ``reward_fn`` / ``success_fn`` once per step on the whole batch:
+    observations (B, ...) and actions (B, A) in, (B,) values out, instead of once per episode).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -257,6 +272,7 @@ class ForwardDynamicsEnv(gym.Env):
         render_mode: str | None = None,
         terminate_on_success: bool = True,
         observation: str = "pixels",
+        batched_fns: bool = False,
     ) -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r} is not supported; expected None or 'rgb_array'")
@@ -266,7 +282,7 @@ class ForwardDynamicsEnv(gym.Env):
                 "frame to render; expected observation='pixels'"
             )
         settings = (max_episode_steps, sampling_steps, reward_fn, success_fn, success_threshold, terminate_on_success)
-        self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings, observation)
+        self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings, observation, batched_fns)
         self.metadata = dict(self.metadata, render_fps=self.imagination.model.fps)  # one step per model frame
         self.observation_space = self.imagination.observation_space
         self.action_space = self.imagination.action_space
@@ -347,11 +363,12 @@ class ForwardDynamicsVectorEnv(VectorEnv):
         success_threshold: float = 0.5,
         terminate_on_success: bool = True,
         observation: str = "pixels",
+        batched_fns: bool = False,
     ) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r}; expected a positive integer")
         settings = (max_episode_steps, sampling_steps, reward_fn, success_fn, success_threshold, terminate_on_success)
-        self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings, observation)
+        self.imagination = Imagination(checkpoint, embodiment, start, reference, *settings, observation, batched_fns)
         self.metadata = dict(self.metadata, render_fps=self.imagination.model.fps)
         self.num_envs = num_envs
         self.single_observation_space = self.imagination.observation_space

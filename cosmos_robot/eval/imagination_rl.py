@@ -66,14 +66,17 @@ class ImaginationRLResult(EvalResult):
     train_seconds_mujoco: float
 
 
-def reach_reward(agent_pos: np.ndarray) -> float:
-    """Per-step reward of the reach task from the agent state."""
-    return float(max(0.0, 1.0 - np.linalg.norm(np.asarray(agent_pos)[:2] - TARGET) / REACH_SCALE))
+def reach_reward(agent_pos: np.ndarray) -> float | np.ndarray:
+    """Per-step reward of the reach task from the agent state (S,), or (B,) rewards of states (B, S)."""
+    distance = np.linalg.norm(np.asarray(agent_pos)[..., :2] - TARGET, axis=-1)
+    reward = np.maximum(0.0, 1.0 - distance / REACH_SCALE)
+    return float(reward) if reward.ndim == 0 else reward
 
 
-def reach_success(agent_pos: np.ndarray) -> bool:
-    """Within ``SUCCESS_RADIUS`` of the target."""
-    return bool(np.linalg.norm(np.asarray(agent_pos)[:2] - TARGET) < SUCCESS_RADIUS)
+def reach_success(agent_pos: np.ndarray) -> bool | np.ndarray:
+    """Within ``SUCCESS_RADIUS`` of the target: for one state (S,), or (B,) flags of states (B, S)."""
+    inside = np.linalg.norm(np.asarray(agent_pos)[..., :2] - TARGET, axis=-1) < SUCCESS_RADIUS
+    return bool(inside) if inside.ndim == 0 else inside
 
 
 class ReachInMuJoCo(gym.Wrapper):
@@ -195,6 +198,7 @@ def evaluate_imagination_rl(
         success_fn=lambda obs: reach_success(obs[AGENT_POS]),
         terminate_on_success=False,
         observation="state",
+        batched_fns=True,
     )
     vec = sb3_vector_env(imagined_envs)
     vec.seed(seed)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 # Steps of the prior's training rollouts (the default window's future frames).
@@ -35,6 +34,46 @@ CHANGE_WEIGHT = 20.0
 STATE_WEIGHT = 10.0
 # Pairs of sin/cos features per normalised state channel (as the action prior).
 STATE_FREQUENCIES = 2
+# GELU's tanh approximation as a sigmoid: 0.5 * (1 + tanh(z)) == sigmoid(2 z), z = sqrt(2/pi) (x + 0.044715 x^3).
+_GELU_LINEAR = 2.0 * math.sqrt(2.0 / math.pi)
+_GELU_CUBIC = 0.044715 * _GELU_LINEAR
+
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """``F.gelu(x, approximate="tanh")`` to float rounding, written with a sigmoid.
+
+    The learned env steps this net every imagined step: on AVX2 CPUs torch's tanh kernel took a
+    fifth of the step, its sigmoid a third of that. Without autograd it works in place on a new tensor.
+    """
+    if torch.is_grad_enabled():
+        return x * torch.sigmoid((x * x * _GELU_CUBIC + _GELU_LINEAR) * x)
+    z = x * x
+    return z.mul_(_GELU_CUBIC).add_(_GELU_LINEAR).mul_(x).sigmoid_().mul_(x)
+
+
+def group_norm(x: torch.Tensor, norm: nn.GroupNorm) -> torch.Tensor:
+    """``norm(x)`` for a channels-last (B, C, h, w) tensor, returned channels-last.
+
+    The convolutions run channels-last (a quarter faster on these CPUs) and torch's own group norm
+    on a channels-last tensor is ~15x slower than on a contiguous one: the statistics here come from
+    per-channel means, and the normalisation is one fused multiply-add per element.
+    """
+    b, c, h, w = x.shape
+    groups = norm.num_groups
+    cells = x.permute(0, 2, 3, 1).reshape(b, h * w, c)
+    mean = cells.mean(1).view(b, groups, -1).mean(-1, keepdim=True)
+    variance = (cells * cells).mean(1).view(b, groups, -1).mean(-1, keepdim=True) - mean * mean
+    scale = torch.rsqrt(variance.clamp_min(0.0) + norm.eps) * norm.weight.view(groups, -1)
+    shift = norm.bias - (mean * scale).view(b, c)
+    return torch.addcmul(shift[:, None], cells, scale.view(b, 1, c)).view(b, h, w, c).permute(0, 3, 1, 2)
+
+
+def _by_domain(vectors: torch.Tensor, weights: torch.Tensor, domain: torch.Tensor | int) -> torch.Tensor:
+    """``vectors`` (B, i) times each row's embodiment weight (D, i, o): one matmul when the whole batch
+    is one embodiment (an int, as in an env), else a per-row gather (training batches mix them)."""
+    if isinstance(domain, int):
+        return vectors @ weights[domain].to(vectors.dtype)
+    return torch.einsum("bi,bio->bo", vectors, weights[domain].to(vectors.dtype))
 
 
 class FiLMBlock(nn.Module):
@@ -52,9 +91,9 @@ class FiLMBlock(nn.Module):
     def forward(self, x: torch.Tensor, condition: torch.Tensor) -> torch.Tensor:
         """x (B, W, h, w), condition (B, condition) -> (B, W, h, w)."""
         scale, shift = self.film(condition)[..., None, None].chunk(2, 1)
-        h = F.gelu(self.conv1(self.norm(x)), approximate="tanh")
+        h = gelu_tanh(self.conv1(group_norm(x, self.norm)))
         h = h * (1.0 + scale) + shift
-        return x + self.conv2(F.gelu(h, approximate="tanh"))
+        return x + self.conv2(gelu_tanh(h))
 
 
 class ForwardPrior(nn.Module):
@@ -112,7 +151,7 @@ class ForwardPrior(nn.Module):
         return torch.cat([state, angles.sin(), angles.cos()], 1)
 
     def forward(
-        self, grid: torch.Tensor, state: torch.Tensor, action: torch.Tensor, domain: torch.Tensor
+        self, grid: torch.Tensor, state: torch.Tensor, action: torch.Tensor, domain: torch.Tensor | int
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(grid change (B, C, h, w), state change (B, state_width)) of one control step.
 
@@ -120,30 +159,30 @@ class ForwardPrior(nn.Module):
             grid: (B, C, h, w) latent grid now.
             state: (B, state_width) normalised state now (padded channels zero).
             action: (B, action_width) normalised action (padded channels zero).
-            domain: (B,) embodiment ids.
+            domain: (B,) embodiment ids, or one id for the whole batch.
         """
         b, _, h, w = grid.shape
         state = state.to(grid.dtype)
         action = action.to(grid.dtype)
         state_features = self._state_features(state)
-        embedded = torch.einsum("ba,bah->bh", action, self.action_weight[domain].to(grid.dtype))
+        embedded = _by_domain(action, self.action_weight, domain)
         condition = self.condition(torch.cat([embedded, state_features], 1))
         rows = torch.linspace(-1.0, 1.0, h, device=grid.device, dtype=grid.dtype)
         cols = torch.linspace(-1.0, 1.0, w, device=grid.device, dtype=grid.dtype)
         coords = torch.stack(torch.meshgrid(rows, cols, indexing="ij"))[None].expand(b, -1, -1, -1)
-        x = self.stem(torch.cat([grid, coords], 1))
+        x = self.stem(torch.cat([grid, coords], 1).contiguous(memory_format=torch.channels_last))
         for block in self.blocks:
             x = block(x, condition)
         pooled = torch.cat([x.mean((2, 3)), condition, action, state_features], 1)
-        state_change = torch.einsum("bh,bhs->bs", self.state_mlp(pooled), self.state_weight[domain])
-        return self.frame_out(x), state_change + self.state_bias[domain]
+        state_change = _by_domain(self.state_mlp(pooled), self.state_weight, domain)
+        return self.frame_out(x).contiguous(), state_change + self.state_bias[domain]
 
     def rollout(
         self,
         grid: torch.Tensor,
         state: torch.Tensor,
         actions: torch.Tensor,
-        domain: torch.Tensor,
+        domain: torch.Tensor | int,
         state_channels: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Grids (B, R, C, h, w) and states (B, R, state_width) after each of ``actions`` (B, R, W);

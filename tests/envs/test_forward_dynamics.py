@@ -194,6 +194,63 @@ def test_user_reward_and_success(model):
     assert terminated and info["is_success"]
 
 
+def test_batched_task_functions_give_the_per_episode_values(model):
+    """batched_fns: one call per step on the whole batch, the same rewards and flags as one call per row."""
+    calls = []
+
+    def per_row(obs, action, next_obs):
+        return float(next_obs["agent_pos"][0] - obs["agent_pos"][1] + action[0])
+
+    def batched(obs, action, next_obs):
+        calls.append(len(action))
+        return next_obs["agent_pos"][:, 0] - obs["agent_pos"][:, 1] + action[:, 0]
+
+    actions = np.random.default_rng(0).uniform(-0.3, 0.3, (3, 4, 2)).astype(np.float32)
+    results = []
+    for reward_fn, success_fn, flag in [
+        (per_row, lambda obs: bool(obs["agent_pos"][0] > 0.0), False),
+        (batched, lambda obs: obs["agent_pos"][:, 0] > 0.0, True),
+    ]:
+        envs = ForwardDynamicsVectorEnv(
+            4,
+            model,
+            "point",
+            sampling_steps=1,
+            reward_fn=reward_fn,
+            success_fn=success_fn,
+            batched_fns=flag,
+            terminate_on_success=False,
+            observation="state",
+        )
+        envs.reset(seed=3)
+        steps = [envs.step(a) for a in actions]
+        results.append([(step[1], step[4]["is_success"]) for step in steps])
+        envs.close()
+    assert calls == [4, 4, 4]
+    for (rewards, success), (batched_rewards, batched_success) in zip(*results, strict=True):
+        np.testing.assert_allclose(batched_rewards, rewards, rtol=1e-6)
+        np.testing.assert_array_equal(batched_success, success)
+        assert batched_rewards.dtype == np.float64 and batched_success.dtype == bool
+    assert any(r.std() > 0 for r, _ in results[0])  # the rewards vary: the comparison means something
+
+
+def test_batched_task_function_of_the_wrong_shape_names_it(model):
+    envs = ForwardDynamicsVectorEnv(
+        2,
+        model,
+        "point",
+        sampling_steps=1,
+        reward_fn=lambda obs, action, next_obs: 0.0,
+        success_fn=lambda obs: obs["agent_pos"][:, 0] > 0,
+        batched_fns=True,
+        observation="state",
+    )
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match=r"reward_fn returned shape \(\) with batched_fns=True; expected \(2,\)"):
+        envs.step(np.zeros((2, 2), np.float32))
+    envs.close()
+
+
 def test_starts_from_a_dataset(model, point_images_dataset):
     env = ForwardDynamicsEnv(model, "point", start=point_images_dataset, sampling_steps=1)
     obs, info = env.reset(seed=0)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
 
-from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss
+from cosmos_robot.model.forward_prior import ForwardPrior, gelu_tanh, group_norm, rollout_loss
 
 
 def blob_grids(positions: torch.Tensor, channels: int = 4, side: int = 8) -> torch.Tensor:
@@ -83,3 +86,60 @@ def test_rollout_loss_weighs_cells_that_change():
     off = torch.tensor([[[0.0, 1.0]]])
     assert float(rollout_loss(moved, off, grids, states, torch.tensor([[True, False]]))) == 0.0
     assert float(rollout_loss(moved, off, grids, states, channels)) > 0
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_fast_gelu_is_torchs_tanh_gelu(grad):
+    x = torch.linspace(-8.0, 8.0, 4001).view(1, 1, 1, -1)
+    with torch.set_grad_enabled(grad):
+        torch.testing.assert_close(gelu_tanh(x), F.gelu(x, approximate="tanh"), atol=1e-6, rtol=1e-5)
+
+
+def test_channels_last_group_norm_is_torchs_group_norm():
+    torch.manual_seed(0)
+    norm = nn.GroupNorm(4, 16)
+    with torch.no_grad():
+        norm.weight.normal_()
+        norm.bias.normal_()
+    x = torch.randn(3, 16, 5, 7) * 3.0 + 2.0
+    expected = norm(x)
+    got = group_norm(x.contiguous(memory_format=torch.channels_last), norm)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    assert got.is_contiguous(memory_format=torch.channels_last)
+
+
+def reference_forward(prior: ForwardPrior, grid, state, action, domain):
+    """The prior's step written with torch's own modules, row by row gathers and contiguous layout."""
+    b, _, h, w = grid.shape
+    features = prior._state_features(state)
+    embedded = torch.einsum("ba,bah->bh", action, prior.action_weight[domain])
+    condition = prior.condition(torch.cat([embedded, features], 1))
+    rows, cols = torch.linspace(-1.0, 1.0, h), torch.linspace(-1.0, 1.0, w)
+    coords = torch.stack(torch.meshgrid(rows, cols, indexing="ij"))[None].expand(b, -1, -1, -1)
+    x = prior.stem(torch.cat([grid, coords], 1))
+    for block in prior.blocks:
+        scale, shift = block.film(condition)[..., None, None].chunk(2, 1)
+        hidden = F.gelu(block.conv1(block.norm(x)), approximate="tanh") * (1.0 + scale) + shift
+        x = x + block.conv2(F.gelu(hidden, approximate="tanh"))
+    pooled = torch.cat([x.mean((2, 3)), condition, action, features], 1)
+    state_change = torch.einsum("bh,bhs->bs", prior.state_mlp(pooled), prior.state_weight[domain])
+    return prior.frame_out(x), state_change + prior.state_bias[domain]
+
+
+@pytest.mark.parametrize("domain", [1, [0, 1, 1, 0]], ids=["one-embodiment", "mixed"])
+@pytest.mark.parametrize("grad", [True, False])
+def test_fast_forward_matches_the_reference_step(domain, grad):
+    """The layout, the fused norm and the single-embodiment weights change speed, not the function."""
+    torch.manual_seed(1)
+    prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2, width=16, hidden=32)
+    with torch.no_grad():
+        for p in prior.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    grid, state, action = torch.randn(4, 4, 8, 8), torch.randn(4, 3), torch.randn(4, 2)
+    rows = torch.tensor([domain] * 4 if isinstance(domain, int) else domain)
+    with torch.set_grad_enabled(grad):
+        change, state_change = prior(grid, state, action, domain if isinstance(domain, int) else rows)
+        expected_change, expected_state = reference_forward(prior, grid, state, action, rows)
+    torch.testing.assert_close(change, expected_change, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(state_change, expected_state, atol=1e-5, rtol=1e-4)
+    assert change.is_contiguous()
