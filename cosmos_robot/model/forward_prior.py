@@ -56,23 +56,26 @@ def group_norm(x: torch.Tensor, norm: nn.GroupNorm) -> torch.Tensor:
 
     The convolutions run channels-last (a quarter faster on these CPUs) and torch's own group norm
     on a channels-last tensor is ~15x slower than on a contiguous one: the statistics here come from
-    per-channel means, and the normalisation is one fused multiply-add per element.
+    per-channel means, and the normalisation is one fused multiply-add per element. Both run in float32
+    (in bfloat16, E[x^2] - E[x]^2 and x * scale + shift cancel away what distinguishes the cells).
     """
     b, c, h, w = x.shape
     groups = norm.num_groups
     cells = x.permute(0, 2, 3, 1).reshape(b, h * w, c)
-    mean = cells.mean(1).view(b, groups, -1).mean(-1, keepdim=True)
-    variance = (cells * cells).mean(1).view(b, groups, -1).mean(-1, keepdim=True) - mean * mean
-    scale = torch.rsqrt(variance.clamp_min(0.0) + norm.eps) * norm.weight.view(groups, -1)
-    shift = norm.bias - (mean * scale).view(b, c)
-    return torch.addcmul(shift[:, None], cells, scale.view(b, 1, c)).view(b, h, w, c).permute(0, 3, 1, 2)
+    wide = cells.float()
+    mean = wide.mean(1).view(b, groups, -1).mean(-1, keepdim=True)
+    variance = (wide * wide).mean(1).view(b, groups, -1).mean(-1, keepdim=True) - mean * mean
+    scale = torch.rsqrt(variance.clamp_min(0.0) + norm.eps) * norm.weight.float().view(groups, -1)
+    shift = norm.bias.float() - (mean * scale).view(b, c)
+    normalised = torch.addcmul(shift[:, None], wide, scale.view(b, 1, c)).to(x.dtype)
+    return normalised.view(b, h, w, c).permute(0, 3, 1, 2)
 
 
 def _by_domain(vectors: torch.Tensor, weights: torch.Tensor, domain: torch.Tensor | int) -> torch.Tensor:
     """``vectors`` (B, i) times each row's embodiment weight (D, i, o): one matmul when the whole batch
     is one embodiment (an int, as in an env), else a per-row gather (training batches mix them)."""
-    if isinstance(domain, int):
-        return vectors @ weights[domain].to(vectors.dtype)
+    if not isinstance(domain, torch.Tensor):
+        return vectors @ weights[int(domain)].to(vectors.dtype)
     return torch.einsum("bi,bio->bo", vectors, weights[domain].to(vectors.dtype))
 
 

@@ -108,6 +108,16 @@ def test_channels_last_group_norm_is_torchs_group_norm():
     assert got.is_contiguous(memory_format=torch.channels_last)
 
 
+def test_channels_last_group_norm_keeps_the_variance_in_bfloat16():
+    """Activations far from zero mean: the statistics must not be taken in bfloat16."""
+    torch.manual_seed(0)
+    norm = nn.GroupNorm(4, 16)
+    x = torch.randn(2, 16, 8, 8) * 0.5 + 20.0
+    got = group_norm(x.bfloat16().contiguous(memory_format=torch.channels_last), norm)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), norm(x.bfloat16().float()), atol=0.05, rtol=0.05)
+
+
 def reference_forward(prior: ForwardPrior, grid, state, action, domain):
     """The prior's step written with torch's own modules, row by row gathers and contiguous layout."""
     b, _, h, w = grid.shape
