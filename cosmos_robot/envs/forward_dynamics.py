@@ -195,7 +195,8 @@ class Imagination:
             values = np.asarray(fn(*args))
             if values.shape != (b,):
                 raise ValueError(
-                    f"{name} returned shape {values.shape} with batched_fns=True; expected ({b},), one value per episode"
+                    f"{name} returned shape {values.shape} with batched_fns=True; "
+                    f"expected ({b},), one value per episode"
                 )
             return values.astype(dtype)
         rows = [fn(*(_row(a, i) if isinstance(a, dict) else a[i] for a in args)) for i in range(b)]
