@@ -76,7 +76,10 @@ class TrainConfig:
             no inverse prior), for the same reason.
         forward_steps: steps of the forward prior, trained alone after the autoencoder and then
             frozen (0 leaves it untrained: forward dynamics is then the MoT's alone).
-        forward_batch: sequences of ``ROLLOUT_STEPS`` actions per forward-prior step.
+        forward_batch: sequences per forward-prior step.
+        forward_rollout: actions per forward-prior training sequence: the prior is trained on its own
+            rollout of that many steps, so a longer one teaches it to correct the drift it compounds
+            (its held-out error is read at ``ROLLOUT_STEPS`` whatever this is, so runs compare).
         time_shift: shift of the logit-normal flow-time sampler.
         ae_steps: autoencoder training steps.
         ae_batch: autoencoder batch.
@@ -115,6 +118,7 @@ class TrainConfig:
     inverse_batch: int = 256
     forward_steps: int = 0
     forward_batch: int = 128
+    forward_rollout: int = ROLLOUT_STEPS
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -137,7 +141,7 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
-        for name in ("steps", "batch_size", "num_frames", "ae_batch", "threads", "forward_batch"):
+        for name in ("steps", "batch_size", "num_frames", "ae_batch", "threads", "forward_batch", "forward_rollout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer")
         if len(self.mode_mix) != 3 or min(self.mode_mix) < 0 or abs(sum(self.mode_mix) - 1.0) > 1e-6:
@@ -318,7 +322,7 @@ class Trainer:
 
             train_forward_prior(
                 self.network,
-                self.data.transitions(steps=ROLLOUT_STEPS),
+                self.data.transitions(steps=config.forward_rollout),
                 steps=config.forward_steps,
                 batch_size=config.forward_batch,
                 seed=config.seed + 3,

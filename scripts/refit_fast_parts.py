@@ -1,16 +1,27 @@
 """Give a trained checkpoint the parts a fast learned env needs, without retraining its MoT.
 
 - a fast decoder (``model.tokenizers.FastDecoder``), trained on the frozen autoencoder's latents of the
-  recipe's frames (``fast_decoder_training``);
+  recipe's frames (``fast_decoder_training``; ``--fast-decoder-steps 0`` keeps the checkpoint's own);
 - optionally a smaller forward prior (``--forward-width`` / ``--forward-blocks``), retrained on the
-  frozen latents exactly as ``train`` trains it (``forward_prior_training``), replacing the old one.
+  frozen latents exactly as ``train`` trains it (``forward_prior_training``), replacing the old one;
+  or the checkpoint's own prior trained further (``--forward-finetune``), e.g. on longer rollouts of
+  itself (``--forward-rollout``).
 
 The MoT is kept: at inference it reads the prior's rollout only for the learned reward and success, so
 re-check ``eval rank`` (which reads them) after replacing the prior. This is how the shipped default
-got its fast parts (docs/model.md, "Fast parts"):
+got its fast parts (docs/model.md, "Fast parts"), ``out/default`` being ``cosmos-robot train --recipe
+default``'s checkpoint (the second step started from the float16 export of ``out/fast_default``):
 
-    .venv/bin/python scripts/refit_fast_parts.py --checkpoint default --recipe default --data-dir data \
+    .venv/bin/python scripts/refit_fast_parts.py --checkpoint out/default --recipe default --data-dir data \
         --fast-decoder-steps 3000 --forward-width 32 --forward-steps 1600 --out out/fast_default
+    .venv/bin/python scripts/refit_fast_parts.py --checkpoint out/fast_default --recipe default --data-dir data \
+        --fast-decoder-steps 0 --forward-finetune --forward-rollout 8 --forward-steps 800 --forward-lr 1e-3 \
+        --out out/fast_default_r8
+    .venv/bin/python scripts/refit_fast_parts.py --checkpoint out/fast_default_r8 --recipe default --data-dir data \
+        --fast-decoder-steps 0 --forward-finetune --forward-rollout 8 --forward-steps 2000 --forward-lr 1e-3 \
+        --out out/shipped_fp32
+
+followed by ``cosmos_robot.train.export_inference("out/shipped_fp32", "out/shipped")`` (float16 weights).
 """
 
 from __future__ import annotations
@@ -40,13 +51,21 @@ def main() -> None:
     parser.add_argument("--recipe", default="default", help="the recipe whose data trained the checkpoint")
     parser.add_argument("--data-dir", default="data", help="where the recipe's datasets are (collected if missing)")
     parser.add_argument("--out", required=True, help="checkpoint folder to write")
-    parser.add_argument("--fast-decoder-steps", type=int, default=3000)
+    parser.add_argument("--fast-decoder-steps", type=int, default=3000, help="0 keeps the checkpoint's own")
     parser.add_argument("--forward-width", type=int, help="retrain the forward prior at this width")
     parser.add_argument("--forward-blocks", type=int, help="... and this many blocks (default: the current)")
+    parser.add_argument("--forward-finetune", action="store_true", help="train the checkpoint's own prior further")
     parser.add_argument("--forward-steps", type=int, default=1600, help="steps of the retrained prior")
+    parser.add_argument("--forward-rollout", type=int, default=ROLLOUT_STEPS, help="actions per training rollout")
+    parser.add_argument("--forward-lr", type=float, default=2e-3, help="peak learning rate of the prior")
     parser.add_argument("--ae-object-weight", type=float, default=10.0, help="the autoencoder's object weight")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    refit_prior = args.forward_width is not None or args.forward_blocks is not None
+    if refit_prior and args.forward_finetune:
+        parser.error(
+            "--forward-finetune keeps the prior's width and blocks; expected no --forward-width/--forward-blocks"
+        )
     torch.set_num_threads(args.threads)
     checkpoint = load_checkpoint(default_checkpoint_path() if args.checkpoint == "default" else args.checkpoint)
     recipe = get_recipe(args.recipe)
@@ -55,32 +74,47 @@ def main() -> None:
     data.prepare(checkpoint.autoencoder.eval())
     report: dict[str, object] = {}
 
-    old = checkpoint.autoencoder
-    autoencoder = FrameAutoencoder(old.latent_channels, old.patch_merge, fast_decoder=True)
-    autoencoder.load_state_dict(old.state_dict(), strict=False)
-    autoencoder.requires_grad_(False)
-    autoencoder.fast_decoder.requires_grad_(True)
-    train_fast_decoder(autoencoder, data.frames(), steps=args.fast_decoder_steps, object_weight=args.ae_object_weight)
-    autoencoder.requires_grad_(False).eval()
-    held_out = data.frames("val")[:2048]
-    with torch.no_grad():
-        report["fast_decoder_psnr"] = fast_reconstruction_psnr(autoencoder, held_out)
-    checkpoint.autoencoder = autoencoder
-    checkpoint.autoencoder_config = dict(checkpoint.autoencoder_config) | {"fast_decoder": True}
+    if args.fast_decoder_steps:
+        old = checkpoint.autoencoder
+        autoencoder = FrameAutoencoder(old.latent_channels, old.patch_merge, fast_decoder=True)
+        autoencoder.load_state_dict(old.state_dict(), strict=False)
+        autoencoder.requires_grad_(False)
+        autoencoder.fast_decoder.requires_grad_(True)
+        train_fast_decoder(
+            autoencoder, data.frames(), steps=args.fast_decoder_steps, object_weight=args.ae_object_weight
+        )
+        autoencoder.requires_grad_(False).eval()
+        held_out = data.frames("val")[:2048]
+        with torch.no_grad():
+            report["fast_decoder_psnr"] = fast_reconstruction_psnr(autoencoder, held_out)
+        checkpoint.autoencoder = autoencoder
+        checkpoint.autoencoder_config = dict(checkpoint.autoencoder_config) | {"fast_decoder": True}
 
-    if args.forward_width is not None:
+    if refit_prior or args.forward_finetune:
         network = checkpoint.network
         val = data.transitions("val", steps=ROLLOUT_STEPS)
         report["old_prior"] = dataclasses.asdict(rollout_error(network, val))
-        blocks = args.forward_blocks or network.config.forward_blocks
-        config = ModelConfig.from_dict(
-            network.config.to_dict() | {"forward_width": args.forward_width, "forward_blocks": blocks}
-        )
+        config = network.config
+        if refit_prior:
+            changes = {
+                "forward_width": args.forward_width or config.forward_width,
+                "forward_blocks": args.forward_blocks or config.forward_blocks,
+            }
+            config = ModelConfig.from_dict(config.to_dict() | changes)
         torch.manual_seed(1)
         refit = WorldActionNetwork(config)
-        kept = {k: v for k, v in network.state_dict().items() if not k.startswith("forward_prior.")}
+        # A fresh prior keeps everything but the old prior; a fine-tuned one starts from it too.
+        kept = {
+            k: v for k, v in network.state_dict().items() if args.forward_finetune or not k.startswith("forward_prior.")
+        }
         refit.load_state_dict(kept, strict=False)
-        train_forward_prior(refit, data.transitions(steps=ROLLOUT_STEPS), steps=args.forward_steps, seed=3)
+        train_forward_prior(
+            refit,
+            data.transitions(steps=args.forward_rollout),
+            steps=args.forward_steps,
+            lr=args.forward_lr,
+            seed=3,
+        )
         refit.forward_prior.requires_grad_(False)
         report["new_prior"] = dataclasses.asdict(rollout_error(refit, val))
         checkpoint.network = refit.eval()

@@ -34,3 +34,33 @@ def test_refit_replaces_the_prior_and_adds_a_fast_decoder(smoke_checkpoint, smok
     for name, value in before.autoencoder.state_dict().items():
         if not name.startswith("fast_decoder."):
             torch.testing.assert_close(after.autoencoder.state_dict()[name], value, rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_finetune_trains_the_checkpoints_own_prior_and_keeps_the_rest(smoke_checkpoint, smoke_data, tmp_path):
+    data_dir = Path(smoke_data[0]).parent
+    out = tmp_path / "finetuned"
+    args = ["--checkpoint", str(smoke_checkpoint), "--recipe", "smoke", "--data-dir", str(data_dir), "--out", str(out)]
+    args += ["--fast-decoder-steps", "0", "--forward-finetune", "--forward-rollout", "2", "--forward-steps", "3"]
+    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    assert {"old_prior", "new_prior"} <= set(report) and "fast_decoder_psnr" not in report
+    before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
+    assert after.network.config.forward_width == before.network.config.forward_width
+    old, new = before.network.state_dict(), after.network.state_dict()
+    prior = [k for k in old if k.startswith("forward_prior.")]
+    assert any(not torch.equal(old[k], new[k]) for k in prior)  # it trained...
+    for name in old:
+        if name not in prior:  # ...and nothing else changed, the autoencoder (and its fast decoder) included
+            torch.testing.assert_close(new[name], old[name], rtol=0, atol=0)
+    for name, value in before.autoencoder.state_dict().items():
+        torch.testing.assert_close(after.autoencoder.state_dict()[name], value, rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_finetune_refuses_a_new_width(tmp_path):
+    args = ["--out", str(tmp_path / "x"), "--forward-finetune", "--forward-width", "16"]
+    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "--forward-finetune keeps the prior's width" in result.stderr
+    assert not (tmp_path / "x").exists()

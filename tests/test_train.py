@@ -219,6 +219,7 @@ def test_learning_rate_warms_up_then_decays():
         ({"inverse_batch": 2.5}, "inverse_batch=2.5"),
         ({"forward_steps": -1}, "forward_steps=-1"),
         ({"forward_batch": 0}, "forward_batch=0"),
+        ({"forward_rollout": 0}, "forward_rollout=0"),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):
@@ -231,6 +232,21 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     assert ckpt.network.forward_prior is not None
     measured = ckpt.training["forward_prior"]
     assert {"latent_mse", "copy_mse", "state_rmse", "seconds"} <= set(measured) and measured["seconds"] > 0
+
+
+def test_the_forward_prior_trains_on_rollouts_of_the_configured_length(smoke_data, tmp_path, monkeypatch):
+    lengths = []
+    train_forward_prior = train_module.train_forward_prior
+
+    def recording(network, table, **kwargs):
+        lengths.append(table.steps)
+        return train_forward_prior(network, table, **kwargs)
+
+    monkeypatch.setattr(train_module, "train_forward_prior", recording)
+    changes = {"steps": 1, "ae_steps": 2, "forward_steps": 2, "forward_rollout": 2, "val_every": 0}
+    trainer = Trainer(smoke_config(smoke_data, tmp_path / "x", **changes), progress=False)
+    assert lengths == [2]
+    assert trainer.forward_prior["latent_mse"] > 0  # read at ROLLOUT_STEPS, whatever the training length
 
 
 def test_forward_steps_need_a_forward_prior(smoke_data, tmp_path):
