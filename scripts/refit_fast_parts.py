@@ -61,6 +61,9 @@ def main() -> None:
     parser.add_argument("--ae-object-weight", type=float, default=10.0, help="the autoencoder's object weight")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    for name, least in (("fast_decoder_steps", 0), ("forward_steps", 1), ("forward_rollout", 1)):
+        if getattr(args, name) < least:
+            parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
     refit_prior = args.forward_width is not None or args.forward_blocks is not None
     if refit_prior and args.forward_finetune:
         parser.error(

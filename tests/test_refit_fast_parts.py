@@ -59,8 +59,16 @@ def test_finetune_trains_the_checkpoints_own_prior_and_keeps_the_rest(smoke_chec
 
 
 @pytest.mark.slow
-def test_finetune_refuses_a_new_width(tmp_path):
-    args = ["--out", str(tmp_path / "x"), "--forward-finetune", "--forward-width", "16"]
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (["--forward-finetune", "--forward-width", "16"], "--forward-finetune keeps the prior's width"),
+        (["--forward-rollout", "0"], "--forward-rollout=0; expected an integer >= 1"),
+        (["--fast-decoder-steps", "-1"], "--fast-decoder-steps=-1; expected an integer >= 0"),
+    ],
+)
+def test_bad_refit_arguments_are_refused(tmp_path, bad, message):
+    args = ["--out", str(tmp_path / "x"), *bad]
     result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
-    assert result.returncode != 0 and "--forward-finetune keeps the prior's width" in result.stderr
+    assert result.returncode != 0 and message in result.stderr
     assert not (tmp_path / "x").exists()
