@@ -221,4 +221,9 @@ def test_sigkill_during_labeling_then_resume_equals_an_uninterrupted_run(smoke_c
     a, b = read_lerobot(tmp_path / "whole"), read_lerobot(tmp_path / "partial")
     for key in a.data:
         # The killed child labeled its clips with its own torch thread count: sums may differ in the last bit.
-        np.testing.assert_allclose(a.data[key], b.data[key], rtol=0, atol=1e-6, err_msg=key)
+        if key.endswith("spread"):
+            # A spread near zero is the root of a variance made of such bits, which the root magnifies
+            # (measured: 0 vs 9.4e-7): compare the variances.
+            np.testing.assert_allclose(np.square(a.data[key]), np.square(b.data[key]), rtol=0, atol=1e-10, err_msg=key)
+        else:
+            np.testing.assert_allclose(a.data[key], b.data[key], rtol=0, atol=1e-6, err_msg=key)
