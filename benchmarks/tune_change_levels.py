@@ -63,7 +63,7 @@ def score(model: WorldActionModel, dataset: Path, embodiment: str, starts: int) 
                 for p, r in zip(predicted.reshape(-1, *real.shape[2:]), real.reshape(-1, *real.shape[2:]), strict=True)
             ]
         )
-    ), float(np.mean(found))
+    ), float(np.mean([share for share in found if share is not None]))
 
 
 def main() -> None:

@@ -321,12 +321,14 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
     strip = frame_strip(result.example["real"], result.example["imagined"], Path(args.json).with_suffix(".strip.png"))
     h = args.horizon
 
-    def mm(values: list[float | None], at: int) -> str:
-        return "-" if values[at - 1] is None else f"{values[at - 1]:.1f}"
+    def mm(values: list[float | None], at: int, digits: int = 1) -> str:
+        return "-" if values[at - 1] is None else f"{values[at - 1]:.{digits}f}"
 
+    found = "/".join(mm(result.effector_found, at, 2) for at in (1, 8, h))
+    visible = "/".join(f"{result.effector_visible[at - 1]:.2f}" for at in (1, 8, h))
     print(
-        f"{args.embodiment}: effector found h1/h8/h{h} {result.effector_found[0]:.2f}/{result.effector_found[7]:.2f}/"
-        f"{result.effector_found[-1]:.2f}, error {mm(result.effector_error_mm, 1)}/{mm(result.effector_error_mm, 8)}/"
+        f"{args.embodiment}: effector found h1/h8/h{h} {found} (of the frames where MuJoCo shows it: {visible}), "
+        f"error {mm(result.effector_error_mm, 1)}/{mm(result.effector_error_mm, 8)}/"
         f"{mm(result.effector_error_mm, h)} mm (shuffled actions h8 {mm(result.effector_error_mm_shuffled, 8)} mm); "
         f"block error {mm(result.block_error_mm, 1)}/{mm(result.block_error_mm, 8)}/{mm(result.block_error_mm, h)} mm; "
         f"agent_pos error h1/h{h} {result.state_error[0]:.4f}/{result.state_error[-1]:.4f} (its units); "

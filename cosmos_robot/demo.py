@@ -189,8 +189,10 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     for e, fd in report["forward_dynamics"].items():
         h = [1, len(fd["psnr"]) // 2, len(fd["psnr"])]
         frames = fd["episodes_per_source"] * len(fd["sources"])
-        found = " / ".join(rate_with_interval(fd["effector_found"][i - 1], frames) for i in h)
-        rows.append((e, f"FD effector found in imagined frames, h{h[0]}/h{h[1]}/h{h[2]}", found, "1.00 = always"))
+        found = " / ".join(_found(fd["effector_found"][i - 1], fd["effector_visible"][i - 1], frames) for i in h)
+        rows.append(
+            (e, f"FD effector found where MuJoCo shows it, h{h[0]}/h{h[1]}/h{h[2]}", found, "1.00 = always")
+        )  # fmt: skip
         errors = " / ".join(_mm(fd["effector_error_mm"][i - 1]) for i in h)
         shuffled = " / ".join(_mm(fd["effector_error_mm_shuffled"][i - 1]) for i in h)
         rows.append((e, f"FD effector error mm, h{h[0]}/h{h[1]}/h{h[2]} (vs shuffled actions)", errors, shuffled))
@@ -207,7 +209,8 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         rows.append((e, f"FD agent_pos error at h{h[2]}", f"{fd['state_error'][-1]:.3f}", "-"))
         if "prior_alone" in fd:
             last = [
-                f"{r['effector_found'][-1]:.2f} / {_mm(r['effector_error_mm'][-1])} / {_mm(r['block_error_mm'][-1])}"
+                f"{_share(r['effector_found'][-1])} / {_mm(r['effector_error_mm'][-1])} / "
+                f"{_mm(r['block_error_mm'][-1])}"
                 for r in (fd, fd["prior_alone"])
             ]
             rows.append((e, f"FD ablation at h{h[2]}: effector found / error mm / block mm (vs prior alone)", *last))
@@ -233,6 +236,16 @@ def _rate(result: dict[str, Any]) -> str:
 
 def _mm(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _found(share: float | None, visible: float, frames: int) -> str:
+    """A found share with its interval, over the frames (of ``frames``) where MuJoCo shows the object."""
+    shown = round(visible * frames)
+    return "-" if share is None else rate_with_interval(share, shown)
 
 
 def _summary(report: dict[str, Any], out: Path) -> str:

@@ -48,13 +48,19 @@ POOLED = (
     "psnr_copy_last",
     "state_error",
     "psnr_shuffled",
-    "effector_found",
+    "effector_visible",
     "effector_error_mm",
-    "block_found",
     "block_error_mm",
-    "effector_found_shuffled",
     "effector_error_mm_shuffled",
 )
+# Shares pooled as one count over the sources: share -> (the MuJoCo visibility it is a share of,
+# whether of the frames that show the object or of those that do not).
+SHARES = {
+    "effector_found": ("effector_visible", True),
+    "effector_spurious": ("effector_visible", False),
+    "block_found": ("block_visible", True),
+    "effector_found_shuffled": ("effector_visible", True),
+}
 SHUFFLED_AT = 8
 
 
@@ -71,7 +77,12 @@ class FDResult(EvalResult):
         psnr_shuffled: PSNR with another episode's actions from the same starts.
         delta_psnr_shuffled: PSNR lost at horizon 8 with shuffled actions (0 = the env ignores actions).
         beats_copy_last_at: horizons where the learned env's PSNR beats copy-last.
-        effector_found, block_found: share of imagined frames where each object is found, per horizon.
+        effector_visible: share of MuJoCo's frames that show the effector, per horizon (arm2's
+            fingertip can leave the camera's view; the block does not).
+        effector_found, block_found: per horizon, the share of the frames where MuJoCo shows the object
+            whose imagined frame shows it too.
+        effector_spurious: the share of the other frames whose imagined frame shows the effector anyway
+            (None where MuJoCo shows it in every frame).
         effector_error_mm, block_error_mm: its mean error against the MuJoCo frame's detection (None
             where it is found in no imagined frame).
         effector_found_shuffled, effector_error_mm_shuffled: the same with shuffled actions.
@@ -91,11 +102,13 @@ class FDResult(EvalResult):
     psnr_shuffled: list[float]
     delta_psnr_shuffled: float
     beats_copy_last_at: list[int]
-    effector_found: list[float]
+    effector_visible: list[float]
+    effector_found: list[float | None]
+    effector_spurious: list[float | None]
     effector_error_mm: list[float | None]
-    block_found: list[float]
+    block_found: list[float | None]
     block_error_mm: list[float | None]
-    effector_found_shuffled: list[float]
+    effector_found_shuffled: list[float | None]
     effector_error_mm_shuffled: list[float | None]
     detector_floor_mm: dict[str, float | None]
     per_source: dict[str, dict[str, Any]]
@@ -164,6 +177,17 @@ def _mean_over_sources(per_source: list[list[float | None]]) -> list[float | Non
     return [_mean_or_none(list(at)) for at in zip(*per_source, strict=True)]
 
 
+def _pooled_share(per_source: list[dict[str, Any]], share: str, visible: str, shown: bool) -> list[float | None]:
+    """Per horizon, ``share`` over all sources' frames at once: each source's share weighted by the frames
+    it is a share of (every source has the same episodes), so the result is a count over the total."""
+    pooled = []
+    for h in range(len(per_source[0][visible])):
+        weights = [m[visible][h] if shown else 1.0 - m[visible][h] for m in per_source]
+        hits = sum(w * m[share][h] for w, m in zip(weights, per_source, strict=True) if m[share][h] is not None)
+        pooled.append(hits / sum(weights) if sum(weights) > 0 else None)
+    return pooled
+
+
 def _no_reward(obs: dict[str, np.ndarray], action: np.ndarray, next_obs: dict[str, np.ndarray]) -> float:
     return 0.0
 
@@ -226,6 +250,8 @@ def evaluate_fd(
         if example is None:
             example = {"real": real["frames"][0], "imagined": pred["frames"][0]}
     mean = {key: _mean_over_sources(values) for key, values in pooled.items()}
+    source_metrics = list(per_source.values())
+    mean |= {key: _pooled_share(source_metrics, key, *of) for key, of in SHARES.items()}
     floors = [m["detector_floor_mm"] for m in per_source.values()]
     return FDResult(
         embodiment=embodiment,
@@ -236,7 +262,9 @@ def evaluate_fd(
         state_error=mean["state_error"],
         psnr_shuffled=mean["psnr_shuffled"],
         delta_psnr_shuffled=mean["psnr"][SHUFFLED_AT - 1] - mean["psnr_shuffled"][SHUFFLED_AT - 1],
+        effector_visible=mean["effector_visible"],
         effector_found=mean["effector_found"],
+        effector_spurious=mean["effector_spurious"],
         effector_error_mm=mean["effector_error_mm"],
         block_found=mean["block_found"],
         block_error_mm=mean["block_error_mm"],

@@ -39,6 +39,21 @@ def test_a_model_that_erases_objects_finds_nothing(episodes):
     assert metrics["effector_found"] == [0.0] * frames.shape[1] and metrics["effector_error_mm"][0] is None
 
 
+def test_an_object_mujoco_does_not_show_is_not_missed_when_the_imagined_frame_omits_it(episodes):
+    # arm2's fingertip can leave the camera's view: where MuJoCo's frame does not show an object, an
+    # imagined frame without it is right (not "not found"), and one that draws it is spurious.
+    frames, _ = episodes
+    real = frames.copy()
+    real[0] = 200  # episode 0: nothing in view
+    horizon = frames.shape[1]
+    right = object_metrics(real, real)
+    assert right["effector_found"] == [1.0] * horizon and right["effector_spurious"] == [0.0] * horizon
+    assert right["effector_visible"] == pytest.approx([2 / 3] * horizon)
+    drawn = object_metrics(real, frames)
+    assert drawn["effector_found"] == [1.0] * horizon and drawn["effector_spurious"] == [1.0] * horizon
+    assert object_metrics(frames, frames)["effector_spurious"] == [None] * horizon  # always in view
+
+
 def test_a_shifted_frame_reads_as_the_shift_in_mm(episodes):
     frames, _ = episodes
     shifted = np.roll(frames, 3, axis=-2)  # 3 pixels to the right: 3 * 6.9 mm
