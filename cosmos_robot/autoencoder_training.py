@@ -3,8 +3,9 @@
 Few colours on a flat background: an L1 term keeps small objects sharp where MSE alone blurs them,
 and every pixel weighs more the further its colour is from the frame's background (its median
 colour). Without that weight the autoencoder dropped arm2's fingertip, a 5-pixel sphere: the colour
-detector found it in 0.7 % of reconstructions of real frames (MuJoCo's own frames: 90 %), so no
-forward model on those latents could draw it; with ``object_weight=10``, 88 % (docs/model.md).
+detector found it in 0.7 % of reconstructions of real frames (MuJoCo's own frames: 90 %, the rest
+out of the camera's view), so no forward model on those latents could draw it; with
+``object_weight=10``, 88 % (docs/model.md).
 """
 
 from __future__ import annotations
