@@ -26,3 +26,20 @@ def test_there_are_benchmarks():
 @pytest.mark.parametrize("path", BENCHMARKS, ids=lambda p: p.stem)
 def test_every_benchmark_takes_a_seed(path):
     assert "--seed" in _options(path), f"{path.name} has no --seed option"
+
+
+@pytest.mark.slow
+def test_the_block_probe_reads_the_default_models_pushes(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "steps.json"
+    script = Path(__file__).parents[1] / "benchmarks" / "probe_block_steps.py"
+    args = ["--embodiment", "point", "--episodes", "2", "--horizon", "16", "--json", str(out)]
+    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, timeout=600)
+    report = json.loads(out.read_text())
+    assert report["pushed_steps"] > 0
+    # The shipped model moves a pushed block most of the way in one step: it beats a block that stays.
+    assert report["autoencoder_mm"] < report["one_step_mm_pushed"] < report["copy_last_mm_pushed"]
+    assert 0.5 < report["one_step_push_fraction_median"] < 1.5
