@@ -49,13 +49,13 @@ def test_the_demo_writes_the_report_the_plots_and_a_verified_recording(smoke_che
         assert len(list((out / f"label_{embodiment}" / "videos").glob("*.mp4"))) == 2
     assert (out / "policy_success.png").stat().st_size > 1000
     assert "| point | labels R2 vs true actions |" in (out / "report.md").read_text()
-    assert "| point | FD effector found in imagined frames" in (out / "report.md").read_text()
+    assert "| point | FD effector found where MuJoCo shows it" in (out / "report.md").read_text()
     assert "| point | FD ablation at h" in (out / "report.md").read_text()  # the smoke model has a forward prior
     # Every rate carries its interval and its count.
     text = (out / "report.md").read_text()
     assert re.search(r"\| point \| policy success rate in MuJoCo[^|]*\| \d\.\d\d \(\d\.\d\d-\d\.\d\d, n=\d+\) \|", text)
     assert re.search(
-        r"\| point \| FD effector found in imagined frames[^|]*\| \d\.\d\d \(\d\.\d\d-\d\.\d\d, n=\d+\) /", text
+        r"\| point \| FD effector found where MuJoCo shows it[^|]*\| \d\.\d\d \(\d\.\d\d-\d\.\d\d, n=\d+\) /", text
     )
     assert re.search(r"\| point \| replayed labels[^|]*\| \d\.\d\d \(\d\.\d\d-\d\.\d\d, n=\d+\) \[", text)
     assert set(report["forward_dynamics"]["point"]["prior_alone"]) >= {"effector_found", "block_error_mm"}
