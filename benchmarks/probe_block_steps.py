@@ -28,9 +28,8 @@ import torch  # noqa: E402
 
 from cosmos_robot.atomic import write_file_atomic  # noqa: E402
 from cosmos_robot.envs import PUSH_BLOCK_IDS  # noqa: E402
-from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv  # noqa: E402
 from cosmos_robot.envs.start_sources import FixedStarts, Start  # noqa: E402
-from cosmos_robot.eval.fd_fidelity import imagine, record_mujoco  # noqa: E402
+from cosmos_robot.eval.fd_fidelity import imagine, open_loop_envs, record_mujoco  # noqa: E402
 from cosmos_robot.eval.objects import locate  # noqa: E402
 from cosmos_robot.seeds import FD_SEED  # noqa: E402
 from cosmos_robot.world_model import WorldActionModel  # noqa: E402
@@ -46,10 +45,7 @@ def _block_mm(frames: np.ndarray, reference: np.ndarray) -> np.ndarray:
 def _imagined(model: WorldActionModel, embodiment: str, frames: np.ndarray, states: np.ndarray, actions: np.ndarray):
     """Open-loop frames (N, H+1, ...) of ``actions`` (N, H, A) from starts (N, ...) in the learned env."""
     starts = FixedStarts([Start(f, s) for f, s in zip(frames, states, strict=True)])
-    envs = ForwardDynamicsVectorEnv(
-        len(frames), model, embodiment, start=starts, max_episode_steps=actions.shape[1] + 1,
-        terminate_on_success=False, reward_fn=lambda o, a, n: 0.0, success_fn=lambda o: False,
-    )  # fmt: skip
+    envs = open_loop_envs(model, embodiment, starts, actions.shape[1])
     try:
         return imagine(envs, starts, actions, 0)["frames"]
     finally:

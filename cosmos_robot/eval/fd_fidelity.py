@@ -140,6 +140,24 @@ def record_mujoco(env_id: str, noise: float, seeds: list[int], horizon: int) -> 
     }
 
 
+def open_loop_envs(
+    model: WorldModel, embodiment: str, starts: FixedStarts, horizon: int, sampling_steps: int = 4
+) -> ForwardDynamicsVectorEnv:
+    """One learned env per start, for open-loop rollouts of ``horizon`` steps (:func:`imagine`): no
+    learned success resets a sub-env mid-rollout, and reward and success are not computed."""
+    return ForwardDynamicsVectorEnv(
+        len(starts.starts),
+        model,
+        embodiment,
+        start=starts,
+        sampling_steps=sampling_steps,
+        max_episode_steps=horizon + 1,
+        terminate_on_success=False,
+        reward_fn=_no_reward,
+        success_fn=_never,
+    )
+
+
 def imagine(
     envs: ForwardDynamicsVectorEnv, starts: FixedStarts, actions: np.ndarray, seed: int
 ) -> dict[str, np.ndarray]:
@@ -220,18 +238,7 @@ def evaluate_fd(
     for name, noise in tqdm(SOURCES.items(), desc=f"eval fd {embodiment}", disable=not progress):
         real = record_mujoco(env_id, noise, seeds, horizon)
         starts = FixedStarts([Start(real["frames"][i, 0], real["states"][i, 0]) for i in range(episodes)])
-        # Open loop: a learned success must not reset a sub-env mid-rollout.
-        envs = ForwardDynamicsVectorEnv(
-            episodes,
-            model,
-            embodiment,
-            start=starts,
-            sampling_steps=sampling_steps,
-            max_episode_steps=horizon + 1,
-            terminate_on_success=False,
-            reward_fn=_no_reward,
-            success_fn=_never,
-        )
+        envs = open_loop_envs(model, embodiment, starts, horizon, sampling_steps)
         pred = imagine(envs, starts, real["actions"], seed)
         shuffled = imagine(envs, starts, np.roll(real["actions"], 1, axis=0), seed)
         envs.close()

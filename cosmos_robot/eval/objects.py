@@ -55,18 +55,16 @@ def object_metrics(real: np.ndarray, imagined: np.ndarray) -> dict[str, list[flo
         visible = ~np.isnan(real_at[name][..., 0])
         error = np.linalg.norm(imagined_at[name] - real_at[name], axis=-1) * 1000.0
         metrics[f"{name}_visible"] = visible.mean(0).tolist()
-        metrics[f"{name}_found"] = _share(drawn, visible)
-        metrics[f"{name}_spurious"] = _share(drawn, ~visible)
-        both = drawn & visible
-        metrics[f"{name}_error_mm"] = [
-            float(error[both[:, h], h].mean()) if both[:, h].any() else None for h in range(drawn.shape[1])
-        ]
+        metrics[f"{name}_found"] = _column_means(drawn, visible)
+        metrics[f"{name}_spurious"] = _column_means(drawn, ~visible)
+        metrics[f"{name}_error_mm"] = _column_means(error, drawn & visible)
     return metrics
 
 
-def _share(hits: np.ndarray, among: np.ndarray) -> list[float | None]:
-    """Per column of (E, H) masks: the share of ``among``'s rows that are ``hits`` (None where none is)."""
-    return [float(hits[among[:, h], h].mean()) if among[:, h].any() else None for h in range(hits.shape[1])]
+def _column_means(values: np.ndarray, where: np.ndarray) -> list[float | None]:
+    """Per column of (E, H) arrays: the mean of ``values`` over the rows ``where`` holds (None where none does);
+    of a boolean array, that is a share."""
+    return [float(values[where[:, h], h].mean()) if where[:, h].any() else None for h in range(values.shape[1])]
 
 
 def detector_floor_mm(frames: np.ndarray, true_positions: dict[str, np.ndarray]) -> dict[str, float | None]:
