@@ -23,7 +23,9 @@ from safetensors.torch import load_file, save_file
 from cosmos_robot.atomic import atomic_directory
 
 PHASE_DIR = Path("training") / "phase"
-PHASES = ("autoencoder", "forward_prior")
+# The forward prior trains in two stages (short rollouts, then longer ones): each resumes on its own.
+PHASES = ("autoencoder", "forward_prior", "forward_finetune")
+PRIOR_PHASES = PHASES[1:]
 _TENSOR = "__tensor__"  # in phase.json: this value is the tensor of that name in state.safetensors
 
 

@@ -44,7 +44,7 @@ from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, TrainingModule, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 from cosmos_robot.model.tokenizers import FrameAutoencoder
-from cosmos_robot.phase_checkpoint import PhaseSaver, has_phase, load_phase, save_phase
+from cosmos_robot.phase_checkpoint import PRIOR_PHASES, PhaseSaver, has_phase, load_phase, save_phase
 
 MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
 
@@ -80,6 +80,13 @@ class TrainConfig:
         forward_rollout: actions per forward-prior training sequence: the prior is trained on its own
             rollout of that many steps, so a longer one teaches it to correct the drift it compounds
             (its held-out error is read at ``ROLLOUT_STEPS`` whatever this is, so runs compare).
+        forward_lr: peak learning rate of the forward prior's one-cycle schedule.
+        forward_finetune_steps: steps of a second stage of the forward prior, right after the first:
+            a fresh one-cycle schedule on rollouts of ``forward_finetune_rollout`` actions (0: none).
+            Short rollouts first learn the step; long ones then teach it to correct its own drift
+            (docs/model.md, "Forward prior").
+        forward_finetune_rollout: actions per training sequence of the second stage.
+        forward_finetune_lr: its peak learning rate.
         time_shift: shift of the logit-normal flow-time sampler.
         ae_steps: autoencoder training steps.
         ae_batch: autoencoder batch.
@@ -119,6 +126,10 @@ class TrainConfig:
     forward_steps: int = 0
     forward_batch: int = 128
     forward_rollout: int = ROLLOUT_STEPS
+    forward_lr: float = 2e-3
+    forward_finetune_steps: int = 0
+    forward_finetune_rollout: int = 2 * ROLLOUT_STEPS
+    forward_finetune_lr: float = 1e-3
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -137,11 +148,12 @@ class TrainConfig:
         self.mode_mix = tuple(float(p) for p in self.mode_mix)
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
-        for name in ("prior_batch", "inverse_batch", "forward_steps", "fast_decoder_steps"):
+        for name in ("prior_batch", "inverse_batch", "forward_steps", "forward_finetune_steps", "fast_decoder_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
-        for name in ("steps", "batch_size", "num_frames", "ae_batch", "threads", "forward_batch", "forward_rollout"):
+        positive = ("steps", "batch_size", "num_frames", "ae_batch", "threads", "forward_batch", "forward_rollout")
+        for name in positive + ("forward_finetune_rollout", "forward_lr", "forward_finetune_lr"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer")
         if len(self.mode_mix) != 3 or min(self.mode_mix) < 0 or abs(sum(self.mode_mix) - 1.0) > 1e-6:
@@ -241,7 +253,7 @@ class Trainer:
             self.ae_psnr = previous.training["ae_psnr"]
             self.fast_decoder_psnr = previous.training.get("fast_decoder_psnr")
             train_fast = False
-        elif phase is not None and phase["phase"] == "forward_prior":
+        elif phase is not None and phase["phase"] in PRIOR_PHASES:
             self.autoencoder.load_state_dict(phase["autoencoder"])
             self.ae_psnr = float(phase["ae_psnr"])
             self.fast_decoder_psnr = phase.get("fast_decoder_psnr")
@@ -304,31 +316,49 @@ class Trainer:
             )
         if previous is None and config.forward_steps:
             # Every rank trains the same prior from the same seed: no communication needed.
-            resumed = phase is not None and phase["phase"] == "forward_prior"
+            resumed = phase is not None and phase["phase"] in PRIOR_PHASES
             started = time.perf_counter() - (float(phase["seconds"]) if resumed else 0.0)
 
-            def save_prior(loop: dict[str, Any]) -> None:
-                # The finished autoencoder travels with the prior's state: resuming skips its phase.
-                self._save_phase(
-                    {
-                        "phase": "forward_prior",
-                        "loop": loop,
-                        "autoencoder": self.autoencoder.state_dict(),
-                        "ae_psnr": float(self.ae_psnr),
-                        "fast_decoder_psnr": self.fast_decoder_psnr,
-                        "seconds": time.perf_counter() - started,
-                    }
-                )
+            def saver(stage: str, resume_from: dict[str, Any] | None) -> PhaseSaver:
+                def save_prior(loop: dict[str, Any]) -> None:
+                    # The finished autoencoder travels with the prior's state: resuming skips its phase.
+                    self._save_phase(
+                        {
+                            "phase": stage,
+                            "loop": loop,
+                            "autoencoder": self.autoencoder.state_dict(),
+                            "ae_psnr": float(self.ae_psnr),
+                            "fast_decoder_psnr": self.fast_decoder_psnr,
+                            "seconds": time.perf_counter() - started,
+                        }
+                    )
 
-            train_forward_prior(
-                self.network,
-                self.data.transitions(steps=config.forward_rollout),
-                steps=config.forward_steps,
-                batch_size=config.forward_batch,
-                seed=config.seed + 3,
-                progress=progress and self.rank == 0,
-                saver=PhaseSaver(save_prior, config.checkpoint_every, phase["loop"] if resumed else None),
-            )
+                return PhaseSaver(save_prior, config.checkpoint_every, resume_from)
+
+            stages = [("forward_prior", config.forward_steps, config.forward_rollout, config.forward_lr, 3)]
+            if config.forward_finetune_steps:
+                stages.append(
+                    (
+                        "forward_finetune",
+                        config.forward_finetune_steps,
+                        config.forward_finetune_rollout,
+                        config.forward_finetune_lr,
+                        5,
+                    )
+                )
+            # A run killed in the second stage resumes there: its loop state holds the prior's weights.
+            first = PRIOR_PHASES.index(phase["phase"]) if resumed else 0
+            for stage, steps, rollout, lr, seed in stages[first:]:
+                train_forward_prior(
+                    self.network,
+                    self.data.transitions(steps=rollout),
+                    steps=steps,
+                    batch_size=config.forward_batch,
+                    lr=lr,
+                    seed=config.seed + seed,
+                    progress=progress and self.rank == 0,
+                    saver=saver(stage, phase["loop"] if resumed and phase["phase"] == stage else None),
+                )
             error = rollout_error(self.network, self.data.transitions("val", steps=ROLLOUT_STEPS))
             self.forward_prior = asdict(error) | {"seconds": time.perf_counter() - started}
         # Frozen from here on: the MoT learns its correction against the rollout it will be given.

@@ -95,7 +95,8 @@ def test_fast_gelu_is_torchs_tanh_gelu(grad):
         torch.testing.assert_close(gelu_tanh(x), F.gelu(x, approximate="tanh"), atol=1e-6, rtol=1e-5)
 
 
-def test_channels_last_group_norm_is_torchs_group_norm():
+@pytest.mark.parametrize("grad", [True, False])
+def test_channels_last_group_norm_is_torchs_group_norm(grad):
     torch.manual_seed(0)
     norm = nn.GroupNorm(4, 16)
     with torch.no_grad():
@@ -103,17 +104,20 @@ def test_channels_last_group_norm_is_torchs_group_norm():
         norm.bias.normal_()
     x = torch.randn(3, 16, 5, 7) * 3.0 + 2.0
     expected = norm(x)
-    got = group_norm(x.contiguous(memory_format=torch.channels_last), norm)
+    with torch.set_grad_enabled(grad):
+        got = group_norm(x.contiguous(memory_format=torch.channels_last), norm)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     assert got.is_contiguous(memory_format=torch.channels_last)
 
 
-def test_channels_last_group_norm_keeps_the_variance_in_bfloat16():
+@pytest.mark.parametrize("grad", [True, False])
+def test_channels_last_group_norm_keeps_the_variance_in_bfloat16(grad):
     """Activations far from zero mean: the statistics must not be taken in bfloat16."""
     torch.manual_seed(0)
     norm = nn.GroupNorm(4, 16)
     x = torch.randn(2, 16, 8, 8) * 0.5 + 20.0
-    got = group_norm(x.bfloat16().contiguous(memory_format=torch.channels_last), norm)
+    with torch.set_grad_enabled(grad):
+        got = group_norm(x.bfloat16().contiguous(memory_format=torch.channels_last), norm)
     assert got.dtype == torch.bfloat16
     torch.testing.assert_close(got.float(), norm(x.bfloat16().float()), atol=0.05, rtol=0.05)
 
