@@ -98,7 +98,8 @@ def _run_convert(args: argparse.Namespace) -> None:
 def _add_train(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train the world-action model (autoencoder first, then the MoT)")
     p.add_argument(
-        "--recipe", help="a named recipe (default, mot_only, smoke): collects its data, sets its hyperparameters"
+        "--recipe",
+        help="a named recipe (default, budget, mot_only, smoke): collects its data, sets its hyperparameters",
     )
     p.add_argument("--data-dir", default="data", help="where a recipe's datasets are collected")
     p.add_argument("--datasets", nargs="+", default=[], help="LeRobot dataset folders or zarr stores")

@@ -61,6 +61,15 @@ def _random_actions(embodiment: str, env_id: str, seed0: int) -> DatasetSpec:
     return DatasetSpec(f"{embodiment}_random", env_id, 100, 1.0, seed0 + 30_000, _noisy_task(1.0))
 
 
+def _default_datasets() -> tuple[DatasetSpec, ...]:
+    return (
+        _push_block("point", "cosmos_robot/PushBlockPoint-v0", 0)
+        + (_random_actions("point", "cosmos_robot/PushBlockPoint-v0", 0),)
+        + _push_block("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000)
+        + (_random_actions("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000),)
+    )
+
+
 # The previous default's settings: the MoT without a forward prior (the ablation "MoT without the prior").
 MOT_ONLY_TRAIN: dict[str, Any] = {
     "preset": "small",
@@ -88,14 +97,23 @@ DEFAULT_TRAIN: dict[str, Any] = MOT_ONLY_TRAIN | {
     "model_overrides": {"forward_prior": True},
 }
 
+# The default's parts within 60 minutes on 2 cores (55 measured): the width-32 forward prior trained
+# alone on 4-step rollouts, then on 8-step rollouts of itself, and a fast decoder, as the shipped
+# default got them afterwards; 2500 MoT steps. Its learned env matches the shipped one, but its arm2
+# policy does not (docs/results.md, "The 60-minute recipe"), so it is not the default yet.
+BUDGET_TRAIN: dict[str, Any] = DEFAULT_TRAIN | {
+    "steps": 2500,
+    "fast_decoder_steps": 1500,
+    "forward_steps": 1600,
+    "forward_finetune_steps": 800,
+    "forward_finetune_rollout": 8,
+    "model_overrides": {"forward_prior": True, "forward_width": 32},
+}
+
 RECIPES: dict[str, Recipe] = {
-    "default": Recipe(
-        datasets=_push_block("point", "cosmos_robot/PushBlockPoint-v0", 0)
-        + (_random_actions("point", "cosmos_robot/PushBlockPoint-v0", 0),)
-        + _push_block("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000)
-        + (_random_actions("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000),),
-        train=DEFAULT_TRAIN,
-    ),
+    "default": Recipe(datasets=_default_datasets(), train=DEFAULT_TRAIN),
+    # The default's data, trained within 60 minutes (a candidate for the next default).
+    "budget": Recipe(datasets=_default_datasets(), train=BUDGET_TRAIN),
     # The default before the forward prior, for the ablation (docs/results.md).
     "mot_only": Recipe(
         datasets=_push_block("point", "cosmos_robot/PushBlockPoint-v0", 0)
@@ -115,6 +133,7 @@ RECIPES: dict[str, Recipe] = {
             "ae_steps": 10,
             "ae_batch": 8,
             "forward_steps": 5,
+            "forward_finetune_steps": 3,
             "forward_batch": 8,
             "fast_decoder_steps": 5,
             "model_overrides": {"forward_prior": True},

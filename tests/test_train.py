@@ -54,10 +54,15 @@ class SimulatedKillError(Exception):
     """Stands for the process dying right after a phase checkpoint was written."""
 
 
-# The forward-prior phase resumes by the same code path; it runs with the slow tests to keep `make test` short.
-@pytest.mark.parametrize("phase", ["autoencoder", pytest.param("forward_prior", marks=pytest.mark.slow)])
+# The forward prior's two stages resume by the same code path; they run with the slow tests to keep
+# `make test` short.
+@pytest.mark.parametrize(
+    "phase",
+    ["autoencoder"] + [pytest.param(p, marks=pytest.mark.slow) for p in ("forward_prior", "forward_finetune")],
+)
 def test_resume_inside_a_phase_matches_an_uninterrupted_run(smoke_data, tmp_path, monkeypatch, phase):
-    changes = {"steps": 4, "ae_steps": 10, "forward_steps": 10, "checkpoint_every": 5, "val_every": 0}
+    changes = {"steps": 4, "ae_steps": 10, "forward_steps": 10, "forward_finetune_steps": 10}
+    changes |= {"checkpoint_every": 5, "val_every": 0}
     uninterrupted = Trainer(smoke_config(smoke_data, tmp_path / "a", **changes), progress=False)
     uninterrupted.run()
 
@@ -97,7 +102,7 @@ from tests.conftest import smoke_config
 
 point, datasets, out, changes = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
 die = lambda: os.kill(os.getpid(), signal.SIGKILL)
-if point in ("autoencoder", "forward_prior"):  # right after the phase's first save
+if point in ("autoencoder", "forward_prior", "forward_finetune"):  # right after the phase's first save
     save_phase = train.save_phase
     def patched(o, state):
         save_phase(o, state)
@@ -117,7 +122,8 @@ else:  # in the middle of writing the second checkpoint (3 files per checkpoint)
     checkpoint.save_file = patched
 train.train(smoke_config(datasets, out, **changes), progress=False)
 """
-KILL_CHANGES = {"steps": 8, "ae_steps": 10, "forward_steps": 10, "checkpoint_every": 4, "val_every": 0}
+KILL_CHANGES = {"steps": 8, "ae_steps": 10, "forward_steps": 10, "forward_finetune_steps": 6}
+KILL_CHANGES |= {"checkpoint_every": 4, "val_every": 0}
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +134,9 @@ def uninterrupted_smoke_run(smoke_data, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", ["autoencoder", "forward_prior", "world_model", "checkpoint_write"])
+@pytest.mark.parametrize(
+    "point", ["autoencoder", "forward_prior", "forward_finetune", "world_model", "checkpoint_write"]
+)
 def test_sigkill_anywhere_in_training_then_resume_equals_an_uninterrupted_run(
     smoke_data, uninterrupted_smoke_run, tmp_path, point
 ):
@@ -220,6 +228,9 @@ def test_learning_rate_warms_up_then_decays():
         ({"forward_steps": -1}, "forward_steps=-1"),
         ({"forward_batch": 0}, "forward_batch=0"),
         ({"forward_rollout": 0}, "forward_rollout=0"),
+        ({"forward_finetune_steps": -1}, "forward_finetune_steps=-1"),
+        ({"forward_finetune_rollout": 0}, "forward_finetune_rollout=0"),
+        ({"forward_lr": 0.0}, "forward_lr=0.0"),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):
@@ -244,8 +255,9 @@ def test_the_forward_prior_trains_on_rollouts_of_the_configured_length(smoke_dat
 
     monkeypatch.setattr(train_module, "train_forward_prior", recording)
     changes = {"steps": 1, "ae_steps": 2, "forward_steps": 2, "forward_rollout": 2, "val_every": 0}
+    changes |= {"forward_finetune_steps": 2, "forward_finetune_rollout": 3}
     trainer = Trainer(smoke_config(smoke_data, tmp_path / "x", **changes), progress=False)
-    assert lengths == [2]
+    assert lengths == [2, 3]  # short rollouts first, then the second stage's longer ones
     assert trainer.forward_prior["latent_mse"] > 0  # read at ROLLOUT_STEPS, whatever the training length
 
 
