@@ -240,7 +240,8 @@ def test_forward_dynamics_frames_and_states_start_from_the_forward_priors_rollou
     grids = stems.latent_grids(gen.frames, net.config)
     state0 = gen.states[:, 0] * gen.state_channels
     actions = gen.actions * gen.action_channels[:, None]
-    rolled, states = net.forward_prior.rollout(grids[:, 0], state0, actions, gen.domain, gen.state_channels)
+    with torch.no_grad():  # as the network rolls it out (training kernels differ by float rounding)
+        rolled, states = net.forward_prior.rollout(grids[:, 0], state0, actions, gen.domain, gen.state_channels)
     torch.testing.assert_close(paths.anchor_frames[:, 1:], stems.grid_tokens(rolled, net.config))
     torch.testing.assert_close(paths.anchor_states[:, 1:], states)
     # The context frame keeps itself as anchor and gets no state base.
