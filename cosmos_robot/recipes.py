@@ -61,13 +61,13 @@ def _random_actions(embodiment: str, env_id: str, seed0: int) -> DatasetSpec:
     return DatasetSpec(f"{embodiment}_random", env_id, 100, 1.0, seed0 + 30_000, _noisy_task(1.0))
 
 
-def _default_datasets() -> tuple[DatasetSpec, ...]:
-    return (
-        _push_block("point", "cosmos_robot/PushBlockPoint-v0", 0)
-        + (_random_actions("point", "cosmos_robot/PushBlockPoint-v0", 0),)
-        + _push_block("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000)
-        + (_random_actions("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000),)
-    )
+# The default's data: experts, noisy experts and random actions on both robots.
+DEFAULT_DATASETS: tuple[DatasetSpec, ...] = (
+    _push_block("point", "cosmos_robot/PushBlockPoint-v0", 0)
+    + (_random_actions("point", "cosmos_robot/PushBlockPoint-v0", 0),)
+    + _push_block("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000)
+    + (_random_actions("arm2", "cosmos_robot/PushBlockArm2-v0", 50_000),)
+)
 
 
 # The previous default's settings: the MoT without a forward prior (the ablation "MoT without the prior").
@@ -111,9 +111,9 @@ BUDGET_TRAIN: dict[str, Any] = DEFAULT_TRAIN | {
 }
 
 RECIPES: dict[str, Recipe] = {
-    "default": Recipe(datasets=_default_datasets(), train=DEFAULT_TRAIN),
+    "default": Recipe(datasets=DEFAULT_DATASETS, train=DEFAULT_TRAIN),
     # The default's data, trained within 60 minutes (a candidate for the next default).
-    "budget": Recipe(datasets=_default_datasets(), train=BUDGET_TRAIN),
+    "budget": Recipe(datasets=DEFAULT_DATASETS, train=BUDGET_TRAIN),
     # The default before the forward prior, for the ablation (docs/results.md).
     "mot_only": Recipe(
         datasets=_push_block("point", "cosmos_robot/PushBlockPoint-v0", 0)

@@ -153,9 +153,12 @@ class TrainConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
         positive = ("steps", "batch_size", "num_frames", "ae_batch", "threads", "forward_batch", "forward_rollout")
-        for name in positive + ("forward_finetune_rollout", "forward_lr", "forward_finetune_lr"):
+        for name in positive + ("forward_finetune_rollout",):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer")
+        for name in ("forward_lr", "forward_finetune_lr"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive number")
         if len(self.mode_mix) != 3 or min(self.mode_mix) < 0 or abs(sum(self.mode_mix) - 1.0) > 1e-6:
             raise ValueError(
                 f"mode_mix={self.mode_mix}; expected three non-negative numbers summing to 1 (FD, ID, policy)"
@@ -335,17 +338,17 @@ class Trainer:
 
                 return PhaseSaver(save_prior, config.checkpoint_every, resume_from)
 
-            stages = [("forward_prior", config.forward_steps, config.forward_rollout, config.forward_lr, 3)]
-            if config.forward_finetune_steps:
-                stages.append(
-                    (
-                        "forward_finetune",
-                        config.forward_finetune_steps,
-                        config.forward_finetune_rollout,
-                        config.forward_finetune_lr,
-                        5,
-                    )
-                )
+            # (phase, steps, rollout, lr, seed offset); each stage draws its batches from its own seed.
+            stages = [
+                ("forward_prior", config.forward_steps, config.forward_rollout, config.forward_lr, 3),
+                (
+                    "forward_finetune",
+                    config.forward_finetune_steps,
+                    config.forward_finetune_rollout,
+                    config.forward_finetune_lr,
+                    5,
+                ),
+            ][: 1 + (config.forward_finetune_steps > 0)]
             # A run killed in the second stage resumes there: its loop state holds the prior's weights.
             first = PRIOR_PHASES.index(phase["phase"]) if resumed else 0
             for stage, steps, rollout, lr, seed in stages[first:]:
