@@ -11,14 +11,21 @@ timed with the learned reward and success (the MoT runs every step). Steps per s
 environment steps (a batch of 64 is 64 steps).
 
     .venv/bin/python benchmarks/bench_fd_env.py --quick --json out/bench_fd_env.json
+    python benchmarks/bench_fd_env.py --quick --device cuda --dtype bfloat16 --batches 64,1024   # a GPU
+
+On a GPU the model runs there under bf16 autocast (``--dtype bfloat16``), as a user would run it;
+MuJoCo still steps on the CPU. In bf16 the benchmark also reports how far the bf16 rollout drifts
+from the float32 one over 16 steps (same starts, same actions): agent_pos in mm and the mean
+absolute pixel difference, since speed bought with a different simulation is no speed-up.
 
 Last two lines: ``fd_env_state_vs_mujoco_b64=`` and ``fd_env_vs_mujoco_b64=`` (imagined steps/s at
-batch 64, state-only and pixels, over MuJoCo's steps/s).
+batch 64, state-only and pixels, over MuJoCo's steps/s; at the largest batch when 64 is not timed).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -51,6 +58,29 @@ def mujoco_steps_per_s(seconds: float, seed: int = 0) -> float:
     return rate
 
 
+def precision(model: WorldActionModel, dtype: str) -> contextlib.AbstractContextManager:
+    """The autocast context that runs ``model`` in ``dtype`` (float32: no autocast)."""
+    if dtype == "float32":
+        return contextlib.nullcontext()
+    return torch.autocast(model.device.type, dtype=getattr(torch, dtype))
+
+
+def vector_env(
+    model: WorldActionModel, batch: int, observation: str, task_reward: bool, sampling_steps: int
+) -> ForwardDynamicsVectorEnv:
+    """The learned PushBlockPoint env at ``batch``, with the reach task's reward when ``task_reward``."""
+    task = {}
+    if task_reward:
+        task = {
+            "reward_fn": lambda obs, action, next_obs: reach_reward(next_obs[AGENT_POS]),
+            "success_fn": lambda obs: reach_success(obs[AGENT_POS]),
+            "batched_fns": True,
+        }
+    return ForwardDynamicsVectorEnv(
+        batch, model, "point", sampling_steps=sampling_steps, observation=observation, **task
+    )
+
+
 def imagined_steps_per_s(
     model: WorldActionModel,
     batch: int,
@@ -60,30 +90,49 @@ def imagined_steps_per_s(
     seconds: float,
     fast_decoding: bool = False,
     seed: int = 0,
+    dtype: str = "float32",
 ) -> float:
     """Imagined environment steps per second of the vector env at ``batch`` (at least 3 timed calls)."""
-    task = {}
-    if task_reward:
-        task = {
-            "reward_fn": lambda obs, action, next_obs: reach_reward(next_obs[AGENT_POS]),
-            "success_fn": lambda obs: reach_success(obs[AGENT_POS]),
-            "batched_fns": True,
-        }
-    envs = ForwardDynamicsVectorEnv(
-        batch, model, "point", sampling_steps=sampling_steps, observation=observation, **task
-    )
+    envs = vector_env(model, batch, observation, task_reward, sampling_steps)
     model.fast_decoding = fast_decoding
-    envs.reset(seed=seed)
     rng = np.random.default_rng(seed)
-    envs.step(rng.uniform(-0.3, 0.3, (batch, 2)).astype(np.float32))  # warm-up
-    calls, started = 0, time.perf_counter()
-    while calls < 3 or time.perf_counter() - started < seconds:
-        envs.step(rng.uniform(-0.3, 0.3, (batch, 2)).astype(np.float32))
-        calls += 1
-    rate = batch * calls / (time.perf_counter() - started)
+    with precision(model, dtype):
+        envs.reset(seed=seed)
+        envs.step(rng.uniform(-0.3, 0.3, (batch, 2)).astype(np.float32))  # warm-up
+        calls, started = 0, time.perf_counter()
+        # The observations come back as numpy arrays, so each step waits for the device.
+        while calls < 3 or time.perf_counter() - started < seconds:
+            envs.step(rng.uniform(-0.3, 0.3, (batch, 2)).astype(np.float32))
+            calls += 1
+        rate = batch * calls / (time.perf_counter() - started)
     envs.close()
     model.fast_decoding = False
     return rate
+
+
+def precision_drift(
+    model: WorldActionModel, dtype: str, batch: int = 64, steps: int = 16, seed: int = 0
+) -> dict[str, float]:
+    """How far a ``dtype`` rollout strays from the float32 one: the same starts and actions, pixel
+    observations with the task reward; agent_pos error (mm, mean and max at the last step) and the
+    mean absolute pixel difference (0-255) at the last step."""
+    actions = np.random.default_rng(seed).uniform(-0.3, 0.3, (steps, batch, 2)).astype(np.float32)
+    last = {}
+    for name in ("float32", dtype):
+        envs = vector_env(model, batch, "pixels", True, 4)
+        with precision(model, name):
+            envs.reset(seed=seed)
+            for action in actions:
+                obs, *_ = envs.step(action)
+        envs.close()
+        last[name] = obs
+    error_mm = 1000 * np.linalg.norm(last[dtype][AGENT_POS] - last["float32"][AGENT_POS], axis=-1)
+    pixels = np.abs(last[dtype]["pixels"].astype(np.float32) - last["float32"]["pixels"].astype(np.float32))
+    return {
+        f"{dtype}_agent_pos_drift_mm_mean_h{steps}": float(error_mm.mean()),
+        f"{dtype}_agent_pos_drift_mm_max_h{steps}": float(error_mm.max()),
+        f"{dtype}_pixel_mae_h{steps}": float(pixels.mean()),
+    }
 
 
 def main() -> None:
@@ -93,35 +142,60 @@ def main() -> None:
     parser.add_argument("--sampling-steps", type=int, default=4, help="denoising steps where the MoT runs")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions")
+    parser.add_argument("--device", default="cpu", help="where the model runs: cpu, cuda, cuda:1, ...")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"), help="autocast precision")
+    parser.add_argument("--batches", default="1,16,64", help="comma-separated batch sizes")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
+    try:
+        batches = tuple(int(b) for b in args.batches.split(","))
+        if not batches or min(batches) < 1:
+            raise ValueError
+    except ValueError:
+        parser.error(f"--batches={args.batches!r}: expected comma-separated positive integers, e.g. 1,16,64")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error(f"--device={args.device!r}: torch sees no CUDA device here")
     torch.set_num_threads(args.threads)
-    model = WorldActionModel.from_pretrained(args.checkpoint)
+    model = WorldActionModel.from_pretrained(args.checkpoint, device=args.device)
     seconds = 2.0 if args.quick else 8.0
     mujoco = mujoco_steps_per_s(2 * seconds, args.seed)
-    results = {"mujoco_steps_per_s": mujoco, "sampling_steps": args.sampling_steps, "threads": args.threads}
-    print(f"MuJoCo step + render (PushBlockPoint 64x64): {mujoco:.0f} steps/s")
+    results = {
+        "mujoco_steps_per_s": mujoco,
+        "sampling_steps": args.sampling_steps,
+        "threads": args.threads,
+        "device": args.device,
+        "dtype": args.dtype,
+    }
+    print(f"MuJoCo step + render (PushBlockPoint 64x64, CPU): {mujoco:.0f} steps/s")
+    print(f"learned env on {args.device}, {args.dtype}:")
     configurations = [
-        ("state", "state-only, task reward", "fd_env_state", True, (1, 16, 64)),
-        ("pixels", "pixels, task reward", "fd_env", True, (1, 16, 64)),
-        ("pixels", "pixels, learned reward (MoT)", "fd_env_learned_reward", False, (64,)),
+        ("state", "state-only, task reward", "fd_env_state", True, batches),
+        ("pixels", "pixels, task reward", "fd_env", True, batches),
+        ("pixels", "pixels, learned reward (MoT)", "fd_env_learned_reward", False, batches[-1:]),
     ]
     if model.autoencoder.fast_decoder is not None:
-        configurations.insert(2, ("pixels", "pixels, fast decoder", "fd_env_fast_decoder", True, (16, 64)))
-    for observation, label, key, task_reward, batches in configurations:
+        fast_batches = tuple(b for b in batches if b >= 16) or batches[-1:]
+        configurations.insert(2, ("pixels", "pixels, fast decoder", "fd_env_fast_decoder", True, fast_batches))
+    for observation, label, key, task_reward, config_batches in configurations:
         fast = key == "fd_env_fast_decoder"
-        for batch in batches:
+        for batch in config_batches:
             rate = imagined_steps_per_s(
-                model, batch, observation, task_reward, args.sampling_steps, seconds, fast, args.seed
+                model, batch, observation, task_reward, args.sampling_steps, seconds, fast, args.seed, args.dtype
             )
             results[f"{key}_steps_per_s_b{batch}"] = rate
             results[f"{key}_vs_mujoco_b{batch}"] = rate / mujoco
-            print(f"learned env, {label:<28} batch {batch:>2}: {rate:8.1f} steps/s  ({rate / mujoco:.3f}x MuJoCo)")
+            print(f"  {label:<28} batch {batch:>4}: {rate:9.1f} steps/s  ({rate / mujoco:.3f}x MuJoCo)")
+    if args.dtype != "float32":
+        drift = precision_drift(model, args.dtype, seed=args.seed)
+        results.update(drift)
+        for key, value in drift.items():
+            print(f"{key}={value:.3f}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         write_file_atomic(args.json, json.dumps(results, indent=2))
-    print(f"fd_env_state_vs_mujoco_b64={results['fd_env_state_vs_mujoco_b64']:.4f}")
-    print(f"fd_env_vs_mujoco_b64={results['fd_env_vs_mujoco_b64']:.4f}")
+    shown = 64 if 64 in batches else batches[-1]
+    print(f"fd_env_state_vs_mujoco_b{shown}={results[f'fd_env_state_vs_mujoco_b{shown}']:.4f}")
+    print(f"fd_env_vs_mujoco_b{shown}={results[f'fd_env_vs_mujoco_b{shown}']:.4f}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ DEFAULT_STEPS = 10
 # estimate mixes expert and noisy actions, and guidance steps away from that mix towards the expert.
 # Chosen on tuning episodes (seeds.TUNING_SEED and up), not the eval seeds; see docs/results.md.
 POLICY_GUIDANCE = 1.25
+# Outputs leave through ``.float()`` before numpy: under bf16 autocast (on a GPU) the heads return
+# bfloat16, which numpy has no type for.
 
 
 def default_checkpoint_path() -> Path:
@@ -321,7 +323,7 @@ class WorldActionModel:
                 self.processor.states_out(embodiment, states_norm).astype(np.float32),
                 zeros,
                 None if zeros is None else zeros.copy(),
-                torch.cat([context_tokens, tokens], 1)[:, -self.context_frames :].cpu().numpy(),
+                torch.cat([context_tokens, tokens], 1)[:, -self.context_frames :].float().cpu().numpy(),
             )
         rng = torch.Generator().manual_seed(seed)
         context_pixels = np.asarray(context)
@@ -360,12 +362,13 @@ class WorldActionModel:
             )
             out_frames.append(future[:, :n])
             context_pixels = np.concatenate([context_pixels, future], 1)[:, -self.context_frames :]
-            future_states = gen.states[:, self.context_frames :].cpu().numpy()
+            future_states = gen.states[:, self.context_frames :].float().cpu().numpy()
             pred_states = self.processor.states_out(embodiment, future_states)[:, :n]
             out_states.append(pred_states)
             heads = sample.heads
-            out_rewards.append(heads.reward[:, self.context_frames - 1 :][:, :n].cpu().numpy())
-            out_success.append(torch.sigmoid(heads.success_logit[:, self.context_frames - 1 :][:, :n]).cpu().numpy())
+            read = slice(self.context_frames - 1, self.context_frames - 1 + n)
+            out_rewards.append(heads.reward[:, read].float().cpu().numpy())
+            out_success.append(torch.sigmoid(heads.success_logit[:, read]).float().cpu().numpy())
             # The next chunk starts from the predicted latents, never from a re-encoded decode.
             context_tokens = torch.cat([context_tokens, future_tokens[:, :n]], 1)[:, -self.context_frames :]
             state_now = pred_states[:, -1]
@@ -374,7 +377,7 @@ class WorldActionModel:
             np.concatenate(out_states, 1).astype(np.float32),
             np.concatenate(out_rewards, 1).astype(np.float32),
             np.concatenate(out_success, 1).astype(np.float32),
-            context_tokens.cpu().numpy(),
+            context_tokens.float().cpu().numpy(),
         )
 
     def _context_tokens(self, context: np.ndarray, latents: np.ndarray | None) -> torch.Tensor:
@@ -404,7 +407,8 @@ class WorldActionModel:
         domain = torch.full((b,), entry.embodiment.domain_id, device=self.device)
         chunk = self.network.action_prior(grid, torch.from_numpy(state).to(self.device), domain)
         chosen = np.zeros((b, self.num_frames - 1, a), np.float32)
-        chosen[:, self.context_frames - 1 :] = chunk[:, : self.num_frames - self.context_frames, :a].cpu().numpy()
+        future = chunk[:, : self.num_frames - self.context_frames, :a]
+        chosen[:, self.context_frames - 1 :] = future.float().cpu().numpy()
         return chosen
 
     def _prior_rollout(
@@ -425,7 +429,7 @@ class WorldActionModel:
             entry.embodiment.domain_id,
             channels.expand(b, -1),
         )
-        return grid_tokens(grids, self.config), states[..., : entry.embodiment.state_dim].cpu().numpy()
+        return grid_tokens(grids, self.config), states[..., : entry.embodiment.state_dim].float().cpu().numpy()
 
     @torch.no_grad()
     def inverse_dynamics(
@@ -488,7 +492,7 @@ class WorldActionModel:
             reasoner = self._reasoner(entry, windows[:, : self.context_frames], None, None, start_time)
             template = self._template(entry, bw, self._encode(windows), zeros_a, zeros_s, start_time)
             sample = sample_plan(self.network, reasoner, template, plan, steps=steps, rng=rng)
-            out = sample.tokens.actions[..., : entry.embodiment.action_dim].cpu().numpy()  # (bw, t-1, A)
+            out = sample.tokens.actions[..., : entry.embodiment.action_dim].float().cpu().numpy()  # (bw, t-1, A)
             chunks.append(out.reshape(b, len(chunk_starts), t - 1, -1))
         pred = np.concatenate(chunks, 1)
         if not normalized:
@@ -600,7 +604,7 @@ class WorldActionModel:
                 cfg_scale=float(guidance_scale) if guided else None,
                 uncond_reasoner=self._reasoner(entry, observed, state, "", start_time) if guided else None,
             ).tokens
-            chosen = gen.actions[:, :, : entry.embodiment.action_dim].cpu().numpy()
+            chosen = gen.actions[:, :, : entry.embodiment.action_dim].float().cpu().numpy()
         actions = chosen[:, self.context_frames - 1 :]
         if action_estimate != "sample":
             # "mean": one Euler step from t = 1 lands on the x0 estimate. For it and for the prior's

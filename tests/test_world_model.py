@@ -210,6 +210,21 @@ def test_policy_guidance_extrapolates_from_the_estimate_without_instruction(smok
             model.policy(frames[0], "point", guidance_scale=bad)
 
 
+def test_bf16_autocast_gives_float32_arrays_close_to_float32(model, episode):
+    # On a GPU users run the model under bf16 autocast; numpy has no bfloat16, so every output must
+    # come back as float32 (the CPU's autocast takes the same path).
+    frames, states, actions = episode
+    exact = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0], steps=2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        fd = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0], steps=2)
+        chunk = model.policy(frames[0], "point", state=states[0], steps=2)
+        labels = model.inverse_dynamics(frames, "point", steps=2)
+    for array in (fd.states, fd.rewards, fd.success, fd.latents, chunk.actions, labels):
+        assert array.dtype == np.float32 and np.isfinite(array).all()
+    assert fd.frames.dtype == np.uint8
+    np.testing.assert_allclose(fd.states, exact.states, atol=0.02)
+
+
 def test_save_and_reload_give_the_same_outputs(model, episode, tmp_path):
     model.save_pretrained(tmp_path / "copy")
     again = WorldActionModel.from_pretrained(tmp_path / "copy")

@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import av
 import numpy as np
 from PIL import Image
 
 
 def read_video(path: str | os.PathLike) -> tuple[np.ndarray, float | None]:
     """(frames (N, H, W, 3) uint8, fps or None when the file does not say) of a video file."""
+    import av  # here, not at the top: the learned env and training import this module and need no FFmpeg
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"video={str(path)!r} does not exist")
@@ -59,6 +60,8 @@ def match_fps(frames: np.ndarray, fps: float, model_fps: float) -> np.ndarray:
 def write_video(path: str | os.PathLike, frames: np.ndarray, fps: float, lossless: bool = True) -> Path:
     """Write (N, H, W, 3) uint8 frames as an h264 mp4 (lossless 4:4:4 by default, else crf 18 4:2:0)."""
     from fractions import Fraction
+
+    import av
 
     frames = np.asarray(frames)
     if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8 or len(frames) == 0:

@@ -55,7 +55,7 @@ class Packer:
     def channel_mask(self, template: GeneratorInputs) -> torch.Tensor:
         """(B, N, C) True on real channels (padded action/state channels and packing padding are False)."""
         b = template.frames.shape[0]
-        frames = torch.ones(b, self.t, self.gg, self.cf)
+        frames = torch.ones(b, self.t, self.gg, self.cf, device=template.frames.device)
         actions = template.action_channels[:, None].expand(b, self.k, self.w).float()
         states = template.state_channels[:, None].expand(b, self.t, self.sw).float()
         return self.pack(frames, actions, states) > 0

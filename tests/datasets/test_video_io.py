@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -39,3 +42,11 @@ def test_unreadable_and_missing_videos(tmp_path):
         read_video(bad)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         read_video(tmp_path / "missing.mp4")
+
+
+@pytest.mark.slow
+def test_the_learned_env_imports_without_a_video_decoder():
+    # PyAV is loaded where videos are read or written: the learned env runs where it is not installed
+    # (a GPU image carrying only torch, gymnasium and MuJoCo).
+    code = "import sys; sys.modules['av'] = None; import cosmos_robot.envs.forward_dynamics, cosmos_robot.world_model"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

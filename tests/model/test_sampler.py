@@ -7,7 +7,7 @@ import torch
 
 from cosmos_robot.model.example_inputs import example_inputs
 from cosmos_robot.model.plan import Mode, make_plan
-from cosmos_robot.model.sampler import sample_plan
+from cosmos_robot.model.sampler import Packer, sample_plan
 from tests.model.test_network import perturbed_network
 
 
@@ -71,3 +71,14 @@ def test_guidance_needs_an_unconditional_request_and_changes_the_result():
         rng=torch.Generator().manual_seed(seed),
     )
     torch.testing.assert_close(same.tokens.actions, plain.tokens.actions, atol=1e-5, rtol=1e-5)
+
+
+def test_the_channel_mask_is_made_on_the_templates_device():
+    # A mask made on the CPU for a template on a GPU broke every MoT call there; the meta device
+    # stands in for the GPU (no data, but device checks are the same).
+    config = perturbed_network().config
+    _, gen = example_inputs(config, batch=2, num_frames=4, num_actions=3, context_frames=1)
+    meta = gen.to("meta")
+    assert Packer(meta).channel_mask(meta).device.type == "meta"
+    on_cpu = Packer(gen).channel_mask(gen)
+    assert on_cpu.dtype == torch.bool and on_cpu.any() and not on_cpu.all()
