@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from cosmos_robot.model.channels_last import gelu_tanh, group_norm
 
 # Steps of the prior's training rollouts (the default window's future frames).
 ROLLOUT_STEPS = 4
@@ -35,47 +36,6 @@ CHANGE_WEIGHT = 20.0
 STATE_WEIGHT = 10.0
 # Pairs of sin/cos features per normalised state channel (as the action prior).
 STATE_FREQUENCIES = 2
-# GELU's tanh approximation as a sigmoid: 0.5 * (1 + tanh(z)) == sigmoid(2 z), z = sqrt(2/pi) (x + 0.044715 x^3).
-_GELU_LINEAR = 2.0 * math.sqrt(2.0 / math.pi)
-_GELU_CUBIC = 0.044715 * _GELU_LINEAR
-
-
-def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    """``F.gelu(x, approximate="tanh")`` to float rounding, written with a sigmoid.
-
-    The learned env steps this net every imagined step: on AVX2 CPUs torch's tanh kernel took a
-    fifth of the step, its sigmoid a third of that. Without autograd it works in place on a new tensor.
-    """
-    if torch.is_grad_enabled():
-        # Training: torch's fused kernel and its fused backward beat the five multiplies' autograd graph.
-        return F.gelu(x, approximate="tanh")
-    z = x * x
-    return z.mul_(_GELU_CUBIC).add_(_GELU_LINEAR).mul_(x).sigmoid_().mul_(x)
-
-
-def group_norm(x: torch.Tensor, norm: nn.GroupNorm) -> torch.Tensor:
-    """``norm(x)`` for a channels-last (B, C, h, w) tensor, returned channels-last.
-
-    The convolutions run channels-last (a quarter faster on these CPUs) and torch's own group norm
-    on a channels-last tensor is ~15x slower than on a contiguous one: the statistics here come from
-    per-channel means, and the normalisation is one fused multiply-add per element. Both run in float32
-    (in bfloat16, E[x^2] - E[x]^2 and x * scale + shift cancel away what distinguishes the cells).
-    """
-    if torch.is_grad_enabled():
-        # Training: torch's kernel with its own backward (on a contiguous float32 copy) costs less than
-        # autograd through the statistics below.
-        wide = F.group_norm(x.contiguous().float(), norm.num_groups, norm.weight.float(), norm.bias.float(), norm.eps)
-        return wide.to(x.dtype).contiguous(memory_format=torch.channels_last)
-    b, c, h, w = x.shape
-    groups = norm.num_groups
-    cells = x.permute(0, 2, 3, 1).reshape(b, h * w, c)
-    wide = cells.float()
-    mean = wide.mean(1).view(b, groups, -1).mean(-1, keepdim=True)
-    variance = (wide * wide).mean(1).view(b, groups, -1).mean(-1, keepdim=True) - mean * mean
-    scale = torch.rsqrt(variance.clamp_min(0.0) + norm.eps) * norm.weight.float().view(groups, -1)
-    shift = norm.bias.float() - (mean * scale).view(b, c)
-    normalised = torch.addcmul(shift[:, None], wide, scale.view(b, 1, c)).to(x.dtype)
-    return normalised.view(b, h, w, c).permute(0, 3, 1, 2)
 
 
 def _by_domain(vectors: torch.Tensor, weights: torch.Tensor, domain: torch.Tensor | int) -> torch.Tensor:

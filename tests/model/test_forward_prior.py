@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
-from torch import nn
 
-from cosmos_robot.model.forward_prior import ForwardPrior, gelu_tanh, group_norm, rollout_loss
+from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss
 
 
 def blob_grids(positions: torch.Tensor, channels: int = 4, side: int = 8) -> torch.Tensor:
@@ -86,40 +85,6 @@ def test_rollout_loss_weighs_cells_that_change():
     off = torch.tensor([[[0.0, 1.0]]])
     assert float(rollout_loss(moved, off, grids, states, torch.tensor([[True, False]]))) == 0.0
     assert float(rollout_loss(moved, off, grids, states, channels)) > 0
-
-
-@pytest.mark.parametrize("grad", [True, False])
-def test_fast_gelu_is_torchs_tanh_gelu(grad):
-    x = torch.linspace(-8.0, 8.0, 4001).view(1, 1, 1, -1)
-    with torch.set_grad_enabled(grad):
-        torch.testing.assert_close(gelu_tanh(x), F.gelu(x, approximate="tanh"), atol=1e-6, rtol=1e-5)
-
-
-@pytest.mark.parametrize("grad", [True, False])
-def test_channels_last_group_norm_is_torchs_group_norm(grad):
-    torch.manual_seed(0)
-    norm = nn.GroupNorm(4, 16)
-    with torch.no_grad():
-        norm.weight.normal_()
-        norm.bias.normal_()
-    x = torch.randn(3, 16, 5, 7) * 3.0 + 2.0
-    expected = norm(x)
-    with torch.set_grad_enabled(grad):
-        got = group_norm(x.contiguous(memory_format=torch.channels_last), norm)
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
-    assert got.is_contiguous(memory_format=torch.channels_last)
-
-
-@pytest.mark.parametrize("grad", [True, False])
-def test_channels_last_group_norm_keeps_the_variance_in_bfloat16(grad):
-    """Activations far from zero mean: the statistics must not be taken in bfloat16."""
-    torch.manual_seed(0)
-    norm = nn.GroupNorm(4, 16)
-    x = torch.randn(2, 16, 8, 8) * 0.5 + 20.0
-    with torch.set_grad_enabled(grad):
-        got = group_norm(x.bfloat16().contiguous(memory_format=torch.channels_last), norm)
-    assert got.dtype == torch.bfloat16
-    torch.testing.assert_close(got.float(), norm(x.bfloat16().float()), atol=0.05, rtol=0.05)
 
 
 def reference_forward(prior: ForwardPrior, grid, state, action, domain):
