@@ -12,6 +12,7 @@ backward passes train faster.
 from __future__ import annotations
 
 import math
+import weakref
 
 import torch
 import torch.nn.functional as F  # noqa: N812
@@ -60,18 +61,83 @@ def group_norm(x: torch.Tensor, norm: nn.GroupNorm) -> torch.Tensor:
     return normalised.view(b, h, w, c).permute(0, 3, 1, 2)
 
 
+# Which rows of a 3-tap kernel land on low-resolution rows {i-1, i} (output phase 0) and {i, i+1}
+# (phase 1) when the kernel reads a 2x nearest-upsampled input.
+_FOLD = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]], [[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]])
+
+
+def _is_upsample_conv(upsample: nn.Module, conv: nn.Module) -> bool:
+    return (
+        isinstance(upsample, nn.Upsample)
+        and upsample.mode == "nearest"
+        and upsample.scale_factor in (2, 2.0)
+        and isinstance(conv, nn.Conv2d)
+        and conv.kernel_size == (3, 3)
+        and conv.stride == (1, 1)
+        and conv.padding == (1, 1)
+        and conv.dilation == (1, 1)
+        and conv.groups == 1
+        and conv.bias is not None
+    )
+
+
+# Folded kernels per convolution, remade when its weight changes (an optimiser step or a load bumps the
+# tensor's version): folding costs more than the convolutions at batch 1.
+_FOLDED: weakref.WeakKeyDictionary[nn.Conv2d, tuple[tuple, torch.Tensor, torch.Tensor]] = weakref.WeakKeyDictionary()
+
+
+def _folded(conv: nn.Conv2d) -> tuple[torch.Tensor, torch.Tensor]:
+    key = (conv.weight._version, conv.weight.data_ptr(), conv.weight.dtype, conv.bias._version, conv.bias.data_ptr())
+    cached = _FOLDED.get(conv)
+    if cached is None or cached[0] != key:
+        o, c = conv.out_channels, conv.in_channels
+        fold = _FOLD.to(conv.weight)
+        # Folded in the weight's own precision: an autocast around the first call must not leave
+        # bfloat16 kernels behind for the calls made without it.
+        with torch.autocast(conv.weight.device.type, enabled=False):
+            kernels = torch.einsum("ark,oikl,bsl->aboirs", fold, conv.weight, fold).reshape(4 * o, c, 2, 2)
+        cached = _FOLDED[conv] = (key, kernels, conv.bias.repeat(4))
+    return cached[1], cached[2]
+
+
+def upsample_conv(x: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
+    """``conv(F.interpolate(x, scale_factor=2, mode="nearest"))`` to float rounding, without making the
+    upsampled tensor: each of the four output phases is a 2x2 convolution of ``x`` whose taps are sums
+    of the 3x3 kernel's (4 taps instead of 9 per output pixel, at a quarter of the positions)."""
+    n, _, h, w = x.shape
+    o = conv.out_channels
+    kernels, bias = _folded(conv)
+    phases = F.conv2d(x, kernels, bias, padding=1)  # (n, 4o, h+1, w+1)
+    out = x.new_empty(n, o, 2 * h, 2 * w).contiguous(memory_format=torch.channels_last)
+    for a in (0, 1):
+        for b in (0, 1):
+            p = 2 * a + b
+            out[:, :, a::2, b::2] = phases[:, p * o : (p + 1) * o, a : a + h, b : b + w]
+    return out
+
+
 def decode_channels_last(decoder: nn.Sequential, z: torch.Tensor) -> torch.Tensor:
-    """``decoder(z)`` to float rounding, run channels-last, for the autoencoder's decoder: conv + group
-    norm + SiLU blocks, nearest upsampling and convolutions. Returned contiguous (N, 3, H, W)."""
+    """``decoder(z)`` to float rounding, for the autoencoder's decoder (conv + group norm + SiLU blocks,
+    nearest 2x upsampling, convolutions): channels-last, each upsampling fused into the convolution
+    after it (:func:`upsample_conv`). Returned contiguous (N, 3, H, W)."""
     if torch.is_grad_enabled():
         return decoder(z)
+    layers = list(decoder)
     x = z.contiguous(memory_format=torch.channels_last)
-    for layer in decoder:
+    i = 0
+    while i < len(layers):
+        layer = layers[i]
+        after = layers[i + 1] if i + 1 < len(layers) else None
+        block = isinstance(after, nn.Sequential) and [type(m) for m in after] == [nn.Conv2d, nn.GroupNorm, nn.SiLU]
+        if after is not None and _is_upsample_conv(layer, after[0] if block else after):
+            x = upsample_conv(x, after[0] if block else after)
+            if block:
+                x = F.silu(group_norm(x, after[1]), inplace=True)
+            i += 2
+            continue
         if isinstance(layer, nn.Sequential) and [type(m) for m in layer] == [nn.Conv2d, nn.GroupNorm, nn.SiLU]:
-            conv, norm, _ = layer
-            x = F.silu(group_norm(conv(x), norm), inplace=True)
-        elif isinstance(layer, nn.Upsample) and layer.mode == "nearest":
-            x = F.interpolate(x, scale_factor=layer.scale_factor, mode="nearest")
+            x = F.silu(group_norm(layer[0](x), layer[1]), inplace=True)
         else:
             x = layer(x)
+        i += 1
     return x.contiguous()

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-from cosmos_robot.model.channels_last import decode_channels_last, gelu_tanh, group_norm
+from cosmos_robot.model.channels_last import decode_channels_last, gelu_tanh, group_norm, upsample_conv
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 
 
@@ -60,4 +60,29 @@ def test_the_channels_last_decoder_draws_what_the_decoder_draws(grad):
         got = decode_channels_last(autoencoder.decoder, z)
         assert torch.equal(autoencoder.decode(z), got)
     assert got.shape == (3, 3, 64, 64) and got.is_contiguous()
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_upsampling_fused_into_the_convolution_is_upsample_then_convolve():
+    torch.manual_seed(0)
+    conv = nn.Conv2d(5, 7, 3, padding=1)
+    x = torch.randn(2, 5, 4, 6)  # not square: rows and columns fold separately
+    expected = conv(F.interpolate(x, scale_factor=2, mode="nearest"))
+    with torch.no_grad():
+        got = upsample_conv(x.contiguous(memory_format=torch.channels_last), conv)
+    assert got.shape == (2, 7, 8, 12)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_folded_kernels_follow_the_weights_and_outlive_an_autocast():
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 4, 3, padding=1)
+    x = torch.randn(1, 3, 5, 5)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        upsample_conv(x, conv)  # folds once, under autocast
+    with torch.no_grad():
+        conv.weight.mul_(-2.0)  # an in-place update, as an optimiser step makes
+        got = upsample_conv(x, conv)
+        expected = conv(F.interpolate(x, scale_factor=2, mode="nearest"))
+    assert got.dtype == torch.float32
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
