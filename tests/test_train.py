@@ -54,11 +54,11 @@ class SimulatedKillError(Exception):
     """Stands for the process dying right after a phase checkpoint was written."""
 
 
-# The forward prior's two stages resume by the same code path; they run with the slow tests to keep
-# `make test` short.
+# Each trains the smoke recipe twice, so every phase runs with the slow tests to keep `make test`
+# short; test_resume_continues_with_the_same_losses covers resuming in the default run.
 @pytest.mark.parametrize(
     "phase",
-    ["autoencoder"] + [pytest.param(p, marks=pytest.mark.slow) for p in ("forward_prior", "forward_finetune")],
+    [pytest.param(p, marks=pytest.mark.slow) for p in ("autoencoder", "forward_prior", "forward_finetune")],
 )
 def test_resume_inside_a_phase_matches_an_uninterrupted_run(smoke_data, tmp_path, monkeypatch, phase):
     changes = {"steps": 4, "ae_steps": 10, "forward_steps": 10, "forward_finetune_steps": 10}
