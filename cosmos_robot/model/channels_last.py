@@ -1,12 +1,13 @@
 """Inference kernels for channels-last convolution stacks on CPU: the learned env's hot path.
 
 The forward prior steps every imagined step and the frame decoder draws every pixel observation. Their
-convolutions run channels-last (a quarter faster on these CPUs than contiguous), but two of torch's
-own kernels are slow on that layout or on these small tensors: the group norm (~15x slower on a
-channels-last tensor) and the nearest-neighbour upsampling of a contiguous tensor (~10x slower than
-of a channels-last one: 184 of the decoder's 320 ms at batch 64). Each function here matches torch's
-module to float rounding, and with autograd on it falls back to torch's own kernels, whose fused
-backward passes train faster.
+convolutions run channels-last (a quarter faster on these CPUs than contiguous), but torch's own
+kernels lose time in three places: the group norm (~15x slower on a channels-last tensor), the
+nearest-neighbour upsampling of a contiguous tensor (~10x slower than of a channels-last one: 184 of
+the decoder's 290 ms at batch 64), and a 3x3 convolution of an upsampled image, which spends 9
+multiply-adds per output pixel where 4 suffice (:func:`upsample_conv`). Each function matches torch's
+modules to float rounding; with autograd on, the public entry points fall back to torch's own kernels,
+whose fused backward passes train faster.
 """
 
 from __future__ import annotations
