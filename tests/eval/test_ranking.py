@@ -16,6 +16,8 @@ def model(smoke_checkpoint):
     return WorldActionModel.from_pretrained(smoke_checkpoint)
 
 
+# A full ranking run on the smoke model (9 s); the oracle's ranking tests cover the harness in the default run.
+@pytest.mark.slow
 def test_ranking_reports_correlations(model):
     result = evaluate_ranking(model, "point", episodes=2, noises=(0.0, 0.5, 1.0), sampling_steps=1, progress=False)
     assert len(result.policies) == 3
