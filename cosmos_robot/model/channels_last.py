@@ -117,6 +117,13 @@ def upsample_conv(x: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
     return out
 
 
+def _split_block(layer: nn.Module) -> tuple[nn.Module, nn.GroupNorm | None]:
+    """(convolution, its group norm) of a conv + group norm + SiLU block; (layer, None) for any other."""
+    if isinstance(layer, nn.Sequential) and [type(m) for m in layer] == [nn.Conv2d, nn.GroupNorm, nn.SiLU]:
+        return layer[0], layer[1]
+    return layer, None
+
+
 def decode_channels_last(decoder: nn.Sequential, z: torch.Tensor) -> torch.Tensor:
     """``decoder(z)`` to float rounding, for the autoencoder's decoder (conv + group norm + SiLU blocks,
     nearest 2x upsampling, convolutions): channels-last, each upsampling fused into the convolution
@@ -127,18 +134,14 @@ def decode_channels_last(decoder: nn.Sequential, z: torch.Tensor) -> torch.Tenso
     x = z.contiguous(memory_format=torch.channels_last)
     i = 0
     while i < len(layers):
-        layer = layers[i]
-        after = layers[i + 1] if i + 1 < len(layers) else None
-        block = isinstance(after, nn.Sequential) and [type(m) for m in after] == [nn.Conv2d, nn.GroupNorm, nn.SiLU]
-        if after is not None and _is_upsample_conv(layer, after[0] if block else after):
-            x = upsample_conv(x, after[0] if block else after)
-            if block:
-                x = F.silu(group_norm(x, after[1]), inplace=True)
+        conv, norm = _split_block(layers[i])
+        if i + 1 < len(layers) and _is_upsample_conv(layers[i], _split_block(layers[i + 1])[0]):
+            conv, norm = _split_block(layers[i + 1])
+            x = upsample_conv(x, conv)
             i += 2
-            continue
-        if isinstance(layer, nn.Sequential) and [type(m) for m in layer] == [nn.Conv2d, nn.GroupNorm, nn.SiLU]:
-            x = F.silu(group_norm(layer[0](x), layer[1]), inplace=True)
         else:
-            x = layer(x)
-        i += 1
+            x = conv(x)
+            i += 1
+        if norm is not None:
+            x = F.silu(group_norm(x, norm), inplace=True)
     return x.contiguous()
