@@ -9,14 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from tqdm.auto import tqdm
 
-from cosmos_robot.autoencoder_training import one_cycle
 from cosmos_robot.datasets.training_set import TransitionTable
 from cosmos_robot.model.forward_prior import rollout_loss
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.stems import latent_grids
-from cosmos_robot.phase_checkpoint import NO_SAVER, PhaseSaver
+from cosmos_robot.part_training import train_part
+from cosmos_robot.phase_checkpoint import PhaseSaver
 
 
 @dataclass
@@ -74,32 +73,11 @@ def train_forward_prior(
         progress: show a progress bar.
         saver: checkpoints the loop (and resumes it from ``saver.resume_from``).
     """
-    if steps < 1:
-        raise ValueError(f"steps={steps!r}; expected a positive integer")
-    prior = network.forward_prior
-    rng = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(prior.parameters(), lr=lr, weight_decay=0.0)
-    schedule = one_cycle(optimizer, lr, steps)
-    saver = saver or NO_SAVER
-    loop = saver.start(prior, optimizer, schedule, rng)
-    prior.train()
-    losses = loop.losses
-    bar = tqdm(range(loop.step, steps), initial=loop.step, total=steps, desc="forward prior", disable=not progress)
-    for step in bar:
+
+    def step_loss(rng: torch.Generator) -> torch.Tensor:
         batch = table.take_sequences(torch.randint(len(table), (batch_size,), generator=rng))
         grids, states = network.forward_sequence(batch)
         targets = latent_grids(batch.frames, network.config)
-        loss = rollout_loss(grids, states, targets, batch.states, batch.state_channels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(prior.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        losses.append(loss.item())
-        if len(losses) % 50 == 0:
-            bar.set_postfix(loss=f"{sum(losses[-50:]) / 50:.4f}")
-        saver.after_step(step + 1, steps, prior, optimizer, schedule, rng, losses)
-    # No gradient may outlive this phase: a stale one would count in the MoT's gradient-norm clip.
-    optimizer.zero_grad(set_to_none=True)
-    prior.eval()
-    return losses
+        return rollout_loss(grids, states, targets, batch.states, batch.state_channels)
+
+    return train_part(network.forward_prior, step_loss, steps, lr, seed, "forward prior", progress, saver)

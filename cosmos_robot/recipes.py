@@ -97,16 +97,17 @@ DEFAULT_TRAIN: dict[str, Any] = MOT_ONLY_TRAIN | {
     "model_overrides": {"forward_prior": True},
 }
 
-# The default's parts within 60 minutes on 2 cores (55 measured): the width-32 forward prior trained
-# alone on 4-step rollouts, then on 8-step rollouts of itself, and a fast decoder, as the shipped
-# default got them afterwards; 2500 MoT steps. Its learned env matches the shipped one, but its arm2
-# policy does not (docs/results.md, "The 60-minute recipe"), so it is not the default yet.
+# The default's parts within 60 minutes on 2 cores: the width-32 forward prior trained alone on 4-step
+# rollouts, then on 8-step rollouts of itself, and a fast decoder, as the shipped default got them
+# afterwards; 2500 MoT steps. The action prior trains alone too, 6000 steps of 64 windows: beside
+# 2500 MoT steps it saw too few and arm2's policy fell to 0.50 (docs/results.md, "The 60-minute recipe").
 BUDGET_TRAIN: dict[str, Any] = DEFAULT_TRAIN | {
     "steps": 2500,
     "fast_decoder_steps": 1500,
     "forward_steps": 1600,
     "forward_finetune_steps": 800,
     "forward_finetune_rollout": 8,
+    "prior_steps": 6000,
     "model_overrides": {"forward_prior": True, "forward_width": 32},
 }
 

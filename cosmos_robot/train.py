@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
+from cosmos_robot.action_prior_training import prior_error, train_action_prior
 from cosmos_robot.autoencoder_training import reconstruction_psnr, train_autoencoder
 from cosmos_robot.checkpoint import (
     Checkpoint,
@@ -44,7 +45,14 @@ from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, TrainingModule, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 from cosmos_robot.model.tokenizers import FrameAutoencoder
-from cosmos_robot.phase_checkpoint import PRIOR_PHASES, PhaseSaver, has_phase, load_phase, save_phase
+from cosmos_robot.phase_checkpoint import (
+    FORWARD_PHASES,
+    PRIOR_PHASES,
+    PhaseSaver,
+    has_phase,
+    load_phase,
+    save_phase,
+)
 
 MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
 
@@ -72,6 +80,11 @@ class TrainConfig:
         prior_batch: demonstration windows per step for the action prior's own loss (0 trains no
             prior). Drawn beside the main batch: the prior is a small net and needs more samples than
             the policy share of the main batch gives it.
+        prior_steps: steps of the action prior trained alone after the forward prior, on its own
+            one-cycle schedule, ``prior_batch`` windows each, and then frozen (0: it trains beside the
+            MoT instead, ``prior_batch`` windows per MoT step). A recipe with few MoT steps gives it
+            the samples it needs this way at a tenth of a MoT step's cost.
+        prior_lr: peak learning rate of the action prior's own schedule (``prior_steps > 0``).
         inverse_batch: consecutive-frame pairs per step for the inverse prior's own loss (0 trains
             no inverse prior), for the same reason.
         forward_steps: steps of the forward prior, trained alone after the autoencoder and then
@@ -122,6 +135,8 @@ class TrainConfig:
     context_frames: int = 1
     instruction_dropout: float = 0.1
     prior_batch: int = 64
+    prior_steps: int = 0
+    prior_lr: float = 1e-3
     inverse_batch: int = 256
     forward_steps: int = 0
     forward_batch: int = 128
@@ -148,7 +163,8 @@ class TrainConfig:
         self.mode_mix = tuple(float(p) for p in self.mode_mix)
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
-        for name in ("prior_batch", "inverse_batch", "forward_steps", "forward_finetune_steps", "fast_decoder_steps"):
+        counts = ("prior_batch", "prior_steps", "inverse_batch", "forward_steps", "forward_finetune_steps")
+        for name in (*counts, "fast_decoder_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
@@ -156,9 +172,13 @@ class TrainConfig:
         for name in positive + ("forward_finetune_rollout",):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer")
-        for name in ("forward_lr", "forward_finetune_lr"):
+        for name in ("forward_lr", "forward_finetune_lr", "prior_lr"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive number")
+        if self.prior_steps and not self.prior_batch:
+            raise ValueError(
+                f"prior_steps={self.prior_steps} but prior_batch=0; expected prior_batch > 0 or prior_steps=0"
+            )
         if len(self.mode_mix) != 3 or min(self.mode_mix) < 0 or abs(sum(self.mode_mix) - 1.0) > 1e-6:
             raise ValueError(
                 f"mode_mix={self.mode_mix}; expected three non-negative numbers summing to 1 (FD, ID, policy)"
@@ -317,56 +337,20 @@ class Trainer:
                 f"forward_steps={config.forward_steps} but the model has no forward prior; expected "
                 'model_overrides={"forward_prior": true} or forward_steps=0'
             )
-        if previous is None and config.forward_steps:
-            # Every rank trains the same prior from the same seed: no communication needed.
-            resumed = phase is not None and phase["phase"] in PRIOR_PHASES
-            started = time.perf_counter() - (float(phase["seconds"]) if resumed else 0.0)
-
-            def saver(stage: str, resume_from: dict[str, Any] | None) -> PhaseSaver:
-                def save_prior(loop: dict[str, Any]) -> None:
-                    # The finished autoencoder travels with the prior's state: resuming skips its phase.
-                    self._save_phase(
-                        {
-                            "phase": stage,
-                            "loop": loop,
-                            "autoencoder": self.autoencoder.state_dict(),
-                            "ae_psnr": float(self.ae_psnr),
-                            "fast_decoder_psnr": self.fast_decoder_psnr,
-                            "seconds": time.perf_counter() - started,
-                        }
-                    )
-
-                return PhaseSaver(save_prior, config.checkpoint_every, resume_from)
-
-            # (phase, steps, rollout, lr, seed offset); each stage draws its batches from its own seed.
-            stages = [
-                ("forward_prior", config.forward_steps, config.forward_rollout, config.forward_lr, 3),
-                (
-                    "forward_finetune",
-                    config.forward_finetune_steps,
-                    config.forward_finetune_rollout,
-                    config.forward_finetune_lr,
-                    5,
-                ),
-            ][: 1 + (config.forward_finetune_steps > 0)]
-            # A run killed in the second stage resumes there: its loop state holds the prior's weights.
-            first = PRIOR_PHASES.index(phase["phase"]) if resumed else 0
-            for stage, steps, rollout, lr, seed in stages[first:]:
-                train_forward_prior(
-                    self.network,
-                    self.data.transitions(steps=rollout),
-                    steps=steps,
-                    batch_size=config.forward_batch,
-                    lr=lr,
-                    seed=config.seed + seed,
-                    progress=progress and self.rank == 0,
-                    saver=saver(stage, phase["loop"] if resumed and phase["phase"] == stage else None),
-                )
-            error = rollout_error(self.network, self.data.transitions("val", steps=ROLLOUT_STEPS))
-            self.forward_prior = asdict(error) | {"seconds": time.perf_counter() - started}
+        finished = phase is not None and phase["phase"] == "action_prior"  # the forward prior came before it
+        if previous is None and config.forward_steps and finished:
+            self.network.forward_prior.load_state_dict(phase["forward_prior_weights"])
+            self.forward_prior = phase["forward_prior"]
+        elif previous is None and config.forward_steps:
+            self._train_forward_prior(phase)
+        self.action_prior = previous.training.get("action_prior") if previous is not None else None
+        if previous is None and config.prior_steps:
+            self._train_action_prior(phase)
         # Frozen from here on: the MoT learns its correction against the rollout it will be given.
         if self.network.forward_prior is not None:
             self.network.forward_prior.requires_grad_(False)
+        if config.prior_steps:  # trained alone: the MoT's steps draw no prior batch
+            self.network.action_prior.requires_grad_(False)
         self.ema = copy.deepcopy(self.network).requires_grad_(False)
         self.optimizer = torch.optim.AdamW(
             [p for p in self.network.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay
@@ -382,6 +366,90 @@ class Trainer:
         self.model = (
             torch.nn.parallel.DistributedDataParallel(module, find_unused_parameters=True) if self.world > 1 else module
         )
+
+    # -- the priors' phases ---------------------------------------------------------------------------------
+    def _phase_saver(self, stage: str, phase: dict[str, Any] | None, started: float, **finished: Any) -> PhaseSaver:
+        """Checkpoints the loop of ``stage`` (resuming it from ``phase`` where that is its saved state);
+        the finished autoencoder and ``finished`` parts travel with it, so resuming skips their phases."""
+
+        def save(loop: dict[str, Any]) -> None:
+            self._save_phase(
+                {
+                    "phase": stage,
+                    "loop": loop,
+                    "autoencoder": self.autoencoder.state_dict(),
+                    "ae_psnr": float(self.ae_psnr),
+                    "fast_decoder_psnr": self.fast_decoder_psnr,
+                    "seconds": time.perf_counter() - started,
+                }
+                | finished
+            )
+
+        resume_from = phase["loop"] if phase is not None and phase["phase"] == stage else None
+        return PhaseSaver(save, self.config.checkpoint_every, resume_from)
+
+    def _train_forward_prior(self, phase: dict[str, Any] | None) -> None:
+        """The forward prior's two stages (short rollouts, then longer ones), resuming inside either."""
+        config = self.config
+        # Every rank trains the same prior from the same seed: no communication needed.
+        resumed = phase is not None and phase["phase"] in FORWARD_PHASES
+        started = time.perf_counter() - (float(phase["seconds"]) if resumed else 0.0)
+        # (phase, steps, rollout, lr, seed offset); each stage draws its batches from its own seed.
+        stages = [
+            ("forward_prior", config.forward_steps, config.forward_rollout, config.forward_lr, 3),
+            (
+                "forward_finetune",
+                config.forward_finetune_steps,
+                config.forward_finetune_rollout,
+                config.forward_finetune_lr,
+                5,
+            ),
+        ][: 1 + (config.forward_finetune_steps > 0)]
+        # A run killed in the second stage resumes there: its loop state holds the prior's weights.
+        first = FORWARD_PHASES.index(phase["phase"]) if resumed else 0
+        for stage, steps, rollout, lr, seed in stages[first:]:
+            train_forward_prior(
+                self.network,
+                self.data.transitions(steps=rollout),
+                steps=steps,
+                batch_size=config.forward_batch,
+                lr=lr,
+                seed=config.seed + seed,
+                progress=self.progress and self.rank == 0,
+                saver=self._phase_saver(stage, phase, started),
+            )
+        error = rollout_error(self.network, self.data.transitions("val", steps=ROLLOUT_STEPS))
+        self.forward_prior = asdict(error) | {"seconds": time.perf_counter() - started}
+
+    def _train_action_prior(self, phase: dict[str, Any] | None) -> None:
+        """The action prior alone on its demonstration windows, resuming inside its phase."""
+        config = self.config
+        resumed = phase is not None and phase["phase"] == "action_prior"
+        started = time.perf_counter() - (float(phase["seconds"]) if resumed else 0.0)
+        forward = self.network.forward_prior
+        saver = self._phase_saver(
+            "action_prior",
+            phase,
+            started,
+            forward_prior_weights=forward.state_dict() if forward is not None else {},
+            forward_prior=self.forward_prior,
+        )
+        train_action_prior(
+            self.network,
+            self.data.demonstrations(PRIOR_CHUNK),
+            steps=config.prior_steps,
+            batch_size=config.prior_batch,
+            lr=config.prior_lr,
+            seed=config.seed + 6,
+            progress=self.progress and self.rank == 0,
+            saver=saver,
+        )
+        names = {e.embodiment.domain_id: name for name, e in self.data.processor.entries.items()}
+        errors = prior_error(self.network, self.data.demonstrations(PRIOR_CHUNK, "val"))
+        self.action_prior = {
+            "val_loss": {names.get(d, str(d)): v for d, v in errors.items()},
+            "seconds": time.perf_counter() - started,
+        }
 
     # -- checkpoint state -----------------------------------------------------------------------------
     def _restore(self, previous: Checkpoint) -> None:
@@ -415,6 +483,7 @@ class Trainer:
             "ae_psnr": self.ae_psnr,
             "fast_decoder_psnr": self.fast_decoder_psnr,
             "forward_prior": self.forward_prior,
+            "action_prior": self.action_prior,
             "config": asdict(self.config),
         }
         ae = self.autoencoder
@@ -443,7 +512,7 @@ class Trainer:
     # -- the loop ---------------------------------------------------------------------------------------
     def _draw_prior_batch(self) -> PriorBatch | None:
         """The action prior's demonstration windows for this step (global batch), or None."""
-        if not self.config.prior_batch:
+        if not self.config.prior_batch or self.config.prior_steps:
             return None
         table = self.data.demonstrations(PRIOR_CHUNK)
         return table.select(torch.randint(len(table.domain), (self.config.prior_batch,), generator=self.rng))

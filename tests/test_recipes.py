@@ -28,13 +28,14 @@ def test_the_default_recipe_trains_the_forward_prior_the_mot_only_recipe_does_no
     assert {spec.noise for spec in get_recipe("default").datasets} == {0.0, 0.3, 0.6, 1.0}
 
 
-def test_the_budget_recipe_is_the_default_data_with_a_two_stage_narrow_prior_and_a_fast_decoder():
+def test_the_budget_recipe_is_the_default_data_with_priors_trained_alone_and_a_fast_decoder():
     budget, default = get_recipe("budget"), get_recipe("default")
     assert budget.datasets == default.datasets
     train = budget.train
     assert train["model_overrides"] == {"forward_prior": True, "forward_width": 32}
     assert train["forward_finetune_steps"] > 0 and train["forward_finetune_rollout"] == 8
     assert train["fast_decoder_steps"] > 0 and train["steps"] < default.train["steps"]
+    assert train["prior_steps"] > train["steps"]  # the action prior trains alone, on its own schedule
 
 
 def test_an_unknown_recipe_names_the_known_ones():

