@@ -11,20 +11,11 @@ out of the camera's view), so no forward model on those latents could draw it; w
 from __future__ import annotations
 
 import torch
-from tqdm.auto import tqdm
 
 from cosmos_robot.metrics import psnr
 from cosmos_robot.model.tokenizers import FrameAutoencoder, float_to_frames, frames_to_float
-from cosmos_robot.phase_checkpoint import NO_SAVER, PhaseSaver
-
-
-def one_cycle(optimizer: torch.optim.Optimizer, lr: float, steps: int) -> torch.optim.lr_scheduler.OneCycleLR:
-    """The one-cycle schedule of a training phase; its warm-up spans at least two steps (a one-step
-    phase divides by zero)."""
-    total = max(steps, 3)
-    return torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=lr, total_steps=total, pct_start=max(0.05, 2.0 / total)
-    )
+from cosmos_robot.part_training import train_part
+from cosmos_robot.phase_checkpoint import PhaseSaver
 
 
 def object_weights(x: torch.Tensor, object_weight: float) -> torch.Tensor:
@@ -67,22 +58,10 @@ def train_autoencoder(
     loss per step. ``saver`` checkpoints the loop (and resumes it from ``saver.resume_from``)."""
     if len(frames_nhwc) == 0:
         raise ValueError("frames_nhwc is empty; expected at least one frame")
-    rng = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(autoencoder.parameters(), lr=lr, weight_decay=0.0)
-    schedule = one_cycle(optimizer, lr, steps)
-    saver = saver or NO_SAVER
-    loop = saver.start(autoencoder, optimizer, schedule, rng)
-    autoencoder.train()
-    losses = loop.losses
-    for step in tqdm(range(loop.step, steps), initial=loop.step, total=steps, desc="autoencoder", disable=not progress):
+
+    def step_loss(rng: torch.Generator) -> torch.Tensor:
         idx = torch.randint(len(frames_nhwc), (min(batch_size, len(frames_nhwc)),), generator=rng)
         x = frames_to_float(frames_nhwc[idx])
-        loss = reconstruction_loss(autoencoder(x), x, object_weight)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        losses.append(loss.item())
-        saver.after_step(step + 1, steps, autoencoder, optimizer, schedule, rng, losses)
-    autoencoder.eval()
-    return losses
+        return reconstruction_loss(autoencoder(x), x, object_weight)
+
+    return train_part(autoencoder, step_loss, steps, lr, seed, "autoencoder", progress, saver, grad_clip=None)

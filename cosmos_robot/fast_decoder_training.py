@@ -9,12 +9,12 @@ colour (small objects are what the env is read for).
 from __future__ import annotations
 
 import torch
-from tqdm.auto import tqdm
 
-from cosmos_robot.autoencoder_training import one_cycle, reconstruction_loss
+from cosmos_robot.autoencoder_training import reconstruction_loss
 from cosmos_robot.metrics import psnr
 from cosmos_robot.model.tokenizers import FrameAutoencoder, float_to_frames, frames_to_float
-from cosmos_robot.phase_checkpoint import NO_SAVER, PhaseSaver
+from cosmos_robot.part_training import train_part
+from cosmos_robot.phase_checkpoint import PhaseSaver
 
 
 def _fast_decoder(autoencoder: FrameAutoencoder) -> torch.nn.Module:
@@ -39,31 +39,16 @@ def train_fast_decoder(
     decoder = _fast_decoder(autoencoder)
     if len(frames_nhwc) == 0:
         raise ValueError("frames_nhwc is empty; expected at least one frame")
-    if steps < 1:
-        raise ValueError(f"steps={steps!r}; expected a positive integer")
-    rng = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(decoder.parameters(), lr=lr, weight_decay=0.0)
-    schedule = one_cycle(optimizer, lr, steps)
-    saver = saver or NO_SAVER
-    loop = saver.start(decoder, optimizer, schedule, rng)
     autoencoder.eval()
-    decoder.train()
-    losses = loop.losses
-    bar = tqdm(range(loop.step, steps), initial=loop.step, total=steps, desc="fast decoder", disable=not progress)
-    for step in bar:
+
+    def step_loss(rng: torch.Generator) -> torch.Tensor:
         idx = torch.randint(len(frames_nhwc), (min(batch_size, len(frames_nhwc)),), generator=rng)
         x = frames_to_float(frames_nhwc[idx])
         with torch.no_grad():
             latents = autoencoder.encode(x)
-        loss = reconstruction_loss(decoder(latents), x, object_weight)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        losses.append(loss.item())
-        saver.after_step(step + 1, steps, decoder, optimizer, schedule, rng, losses)
-    decoder.eval()
-    return losses
+        return reconstruction_loss(decoder(latents), x, object_weight)
+
+    return train_part(decoder, step_loss, steps, lr, seed, "fast decoder", progress, saver, grad_clip=None)
 
 
 @torch.no_grad()

@@ -1,8 +1,8 @@
-"""Training one part of the network alone, on its own loss, before the MoT: the loop the priors share.
+"""Training one part of the model alone, on its own loss: the loop every phase before the MoT shares.
 
-The forward prior and (in recipes that ask for it) the action prior are trained this way and then
-frozen: each has a loss of its own on the frozen latents, so it needs no MoT pass, and the MoT then
-learns its correction against a part that no longer moves. The loop checkpoints through a
+The autoencoder, the fast decoder, the forward prior and (in recipes that ask for it) the action prior
+are trained this way and then frozen: each has a loss of its own, so it needs no MoT pass, and the MoT
+then learns against parts that no longer move. The loop checkpoints through a
 :class:`~cosmos_robot.phase_checkpoint.PhaseSaver`, so a run killed inside it resumes bit-identically.
 """
 
@@ -13,11 +13,19 @@ from collections.abc import Callable
 import torch
 from tqdm.auto import tqdm
 
-from cosmos_robot.autoencoder_training import one_cycle
 from cosmos_robot.phase_checkpoint import NO_SAVER, PhaseSaver
 
 # One step's loss, given the phase's batch generator (every random draw of a step comes from it).
 StepLoss = Callable[[torch.Generator], torch.Tensor]
+
+
+def one_cycle(optimizer: torch.optim.Optimizer, lr: float, steps: int) -> torch.optim.lr_scheduler.OneCycleLR:
+    """The one-cycle schedule of a training phase; its warm-up spans at least two steps (a one-step
+    phase divides by zero)."""
+    total = max(steps, 3)
+    return torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=lr, total_steps=total, pct_start=max(0.05, 2.0 / total)
+    )
 
 
 def train_part(
@@ -29,6 +37,7 @@ def train_part(
     desc: str,
     progress: bool = True,
     saver: PhaseSaver | None = None,
+    grad_clip: float | None = 1.0,
 ) -> list[float]:
     """Train ``part`` (its parameters alone) for ``steps`` AdamW steps on a one-cycle schedule; returns
     the loss per step.
@@ -42,6 +51,7 @@ def train_part(
         desc: the progress bar's label.
         progress: show a progress bar.
         saver: checkpoints the loop (and resumes it from ``saver.resume_from``).
+        grad_clip: the gradient-norm clip (None: none).
     """
     if steps < 1:
         raise ValueError(f"steps={steps!r}; expected a positive integer")
@@ -57,7 +67,8 @@ def train_part(
         loss = step_loss(rng)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(part.parameters(), 1.0)
+        if grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(part.parameters(), grad_clip)
         optimizer.step()
         schedule.step()
         losses.append(loss.item())
