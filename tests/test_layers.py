@@ -41,8 +41,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "collect",
         "labeler",
+        "part_training",
         "autoencoder_training",
         "fast_decoder_training",
+        "action_prior_training",
         "forward_prior_training",
         "train",
         "rollout",
