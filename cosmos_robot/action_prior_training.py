@@ -21,15 +21,12 @@ from cosmos_robot.phase_checkpoint import PhaseSaver
 @torch.no_grad()
 def prior_error(network: WorldActionNetwork, table: PriorBatch) -> dict[int, float]:
     """The prior's loss (MSE of normalised actions) on every window of ``table`` (a held-out split),
-    per embodiment's domain id."""
-    was_training = network.action_prior.training
-    network.action_prior.eval()
+    per embodiment's domain id. The prior has no dropout or batch statistics: its mode does not matter."""
     errors = {}
     for domain in table.domain.unique().tolist():
         part = table.select(table.domain == domain)
         predicted = network.prior(part)
         errors[int(domain)] = float(prior_loss(predicted, part.actions, part.action_channels, part.action_valid))
-    network.action_prior.train(was_training)
     return errors
 
 
