@@ -99,7 +99,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train the world-action model (autoencoder first, then the MoT)")
     p.add_argument(
         "--recipe",
-        help="a named recipe (default, budget, mot_only, smoke): collects its data, sets its hyperparameters",
+        help="a named recipe (default, previous_default, mot_only, smoke): collects its data, sets its hyperparameters",
     )
     p.add_argument("--data-dir", default="data", help="where a recipe's datasets are collected")
     p.add_argument("--datasets", nargs="+", default=[], help="LeRobot dataset folders or zarr stores")
@@ -331,7 +331,9 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
         f"{args.embodiment}: effector found h1/h8/h{h} {found} (of the frames where MuJoCo shows it: {visible}), "
         f"error {mm(result.effector_error_mm, 1)}/{mm(result.effector_error_mm, 8)}/"
         f"{mm(result.effector_error_mm, h)} mm (shuffled actions h8 {mm(result.effector_error_mm_shuffled, 8)} mm); "
-        f"block error {mm(result.block_error_mm, 1)}/{mm(result.block_error_mm, 8)}/{mm(result.block_error_mm, h)} mm; "
+        f"block error {mm(result.block_error_mm, 1)}/{mm(result.block_error_mm, 8)}/{mm(result.block_error_mm, h)} mm "
+        f"(a block that never moves: {mm(result.block_error_mm_copy_last, 8)}/"
+        f"{mm(result.block_error_mm_copy_last, h)}); "
         f"agent_pos error h1/h{h} {result.state_error[0]:.4f}/{result.state_error[-1]:.4f} (its units); "
         f"PSNR h1/h8/h{h} {result.psnr[0]:.1f}/{result.psnr[7]:.1f}/{result.psnr[-1]:.1f} dB vs copy-last "
         f"{result.psnr_copy_last[0]:.1f}/{result.psnr_copy_last[7]:.1f}/{result.psnr_copy_last[-1]:.1f}, "

@@ -8,18 +8,19 @@
   itself (``--forward-rollout``).
 
 The MoT is kept: at inference it reads the prior's rollout only for the learned reward and success, so
-re-check ``eval rank`` (which reads them) after replacing the prior. This is how the shipped default
-got its fast parts (docs/model.md, "Fast parts"), ``out/default`` being ``cosmos-robot train --recipe
-default``'s checkpoint (the second step started from the float16 export of ``out/fast_default``):
+re-check ``eval rank`` (which reads them) after replacing the prior. This is how the previous default
+got its fast parts (docs/model.md, "Fast parts"; today's ``--recipe default`` trains them in ``train``),
+``out/default`` being ``cosmos-robot train --recipe previous_default``'s checkpoint (the second step
+started from the float16 export of ``out/fast_default``):
 
-    .venv/bin/python scripts/refit_fast_parts.py --checkpoint out/default --recipe default --data-dir data \
+    .venv/bin/python scripts/refit_fast_parts.py --checkpoint out/default --recipe previous_default --data-dir data \
         --fast-decoder-steps 3000 --forward-width 32 --forward-steps 1600 --out out/fast_default
-    .venv/bin/python scripts/refit_fast_parts.py --checkpoint out/fast_default --recipe default --data-dir data \
-        --fast-decoder-steps 0 --forward-finetune --forward-rollout 8 --forward-steps 800 --forward-lr 1e-3 \
-        --out out/fast_default_r8
-    .venv/bin/python scripts/refit_fast_parts.py --checkpoint out/fast_default_r8 --recipe default --data-dir data \
-        --fast-decoder-steps 0 --forward-finetune --forward-rollout 8 --forward-steps 2000 --forward-lr 1e-3 \
-        --out out/shipped_fp32
+    .venv/bin/python scripts/refit_fast_parts.py --checkpoint out/fast_default --recipe previous_default \
+        --data-dir data --fast-decoder-steps 0 --forward-finetune --forward-rollout 8 --forward-steps 800 \
+        --forward-lr 1e-3 --out out/fast_default_r8
+    .venv/bin/python scripts/refit_fast_parts.py --checkpoint out/fast_default_r8 --recipe previous_default \
+        --data-dir data --fast-decoder-steps 0 --forward-finetune --forward-rollout 8 --forward-steps 2000 \
+        --forward-lr 1e-3 --out out/shipped_fp32
 
 followed by ``cosmos_robot.train.export_inference("out/shipped_fp32", "out/shipped")`` (float16 weights).
 """

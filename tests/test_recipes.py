@@ -23,19 +23,20 @@ def test_the_default_recipe_records_experts_under_the_task_and_noisy_data_under_
 
 def test_the_default_recipe_trains_the_forward_prior_the_mot_only_recipe_does_not():
     default, mot_only = get_recipe("default").train, get_recipe("mot_only").train
-    assert default["model_overrides"] == {"forward_prior": True} and default["forward_steps"] > 0
+    assert default["model_overrides"]["forward_prior"] and default["forward_steps"] > 0
     assert "model_overrides" not in mot_only and not mot_only.get("forward_steps")
     assert {spec.noise for spec in get_recipe("default").datasets} == {0.0, 0.3, 0.6, 1.0}
 
 
-def test_the_budget_recipe_is_the_default_data_with_priors_trained_alone_and_a_fast_decoder():
-    budget, default = get_recipe("budget"), get_recipe("default")
-    assert budget.datasets == default.datasets
-    train = budget.train
+def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_steps_than_the_previous():
+    default, previous = get_recipe("default"), get_recipe("previous_default")
+    assert default.datasets == previous.datasets
+    train = default.train
     assert train["model_overrides"] == {"forward_prior": True, "forward_width": 32}
     assert train["forward_finetune_steps"] > 0 and train["forward_finetune_rollout"] == 8
-    assert train["fast_decoder_steps"] > 0 and train["steps"] < default.train["steps"]
+    assert train["fast_decoder_steps"] > 0 and train["steps"] < previous.train["steps"]
     assert train["prior_steps"] > train["steps"]  # the action prior trains alone, on its own schedule
+    assert not previous.train.get("prior_steps") and not previous.train.get("fast_decoder_steps")
 
 
 def test_an_unknown_recipe_names_the_known_ones():

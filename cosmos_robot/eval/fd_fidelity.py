@@ -10,8 +10,9 @@ lost at horizon 8, and a model that ignores its actions scores ~0.
 
 Object level (:mod:`cosmos_robot.eval.objects`): per horizon, the share of imagined frames where the
 effector and the block are found and their error in mm against the detection on the MuJoCo frame,
-with the true and with the shuffled actions; and the detector's own floor on the real frames. They
-read exactly the frames the env returns.
+with the true and with the shuffled actions; the block's error had it stayed where it started (the
+copy-last baseline of the block: how far MuJoCo moved it); and the detector's own floor on the real
+frames. They read exactly the frames the env returns.
 
 Reward and success are not read here, so the env is given them as functions: it then runs in the
 configuration ``benchmarks/bench_fd_env.py`` times for pixel observations (no MoT pass; the frames and
@@ -51,6 +52,7 @@ POOLED = (
     "effector_visible",
     "effector_error_mm",
     "block_error_mm",
+    "block_error_mm_copy_last",
     "effector_error_mm_shuffled",
 )
 # Shares pooled as one count over the sources: share -> (the MuJoCo visibility it is a share of,
@@ -85,6 +87,8 @@ class FDResult(EvalResult):
             (None where MuJoCo shows it in every frame).
         effector_error_mm, block_error_mm: its mean error against the MuJoCo frame's detection (None
             where it is found in no imagined frame).
+        block_error_mm_copy_last: the block's error in the start frame against each MuJoCo frame (what an
+            env whose block never moves scores).
         effector_found_shuffled, effector_error_mm_shuffled: the same with shuffled actions.
         detector_floor_mm: per object, the detector's mean error on the real frames against MuJoCo's
             true positions (what the errors above cannot go below).
@@ -108,6 +112,7 @@ class FDResult(EvalResult):
     effector_error_mm: list[float | None]
     block_found: list[float | None]
     block_error_mm: list[float | None]
+    block_error_mm_copy_last: list[float | None]
     effector_found_shuffled: list[float | None]
     effector_error_mm_shuffled: list[float | None]
     detector_floor_mm: dict[str, float | None]
@@ -247,6 +252,8 @@ def evaluate_fd(
         metrics["psnr_shuffled"] = wrong["psnr"]
         metrics["effector_found_shuffled"] = wrong["effector_found"]
         metrics["effector_error_mm_shuffled"] = wrong["effector_error_mm"]
+        held = np.repeat(real["frames"][:, :1], horizon, axis=1)
+        metrics["block_error_mm_copy_last"] = object_metrics(real["frames"][:, 1:], held)["block_error_mm"]
         metrics["detector_floor_mm"] = detector_floor_mm(
             real["frames"], {"effector": real["effector"], "block": real["block"]}
         )
@@ -275,6 +282,7 @@ def evaluate_fd(
         effector_error_mm=mean["effector_error_mm"],
         block_found=mean["block_found"],
         block_error_mm=mean["block_error_mm"],
+        block_error_mm_copy_last=mean["block_error_mm_copy_last"],
         effector_found_shuffled=mean["effector_found_shuffled"],
         effector_error_mm_shuffled=mean["effector_error_mm_shuffled"],
         detector_floor_mm={name: _mean_or_none([f[name] for f in floors]) for name in OBJECTS},

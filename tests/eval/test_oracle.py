@@ -47,6 +47,7 @@ def test_fd_fidelity_scores_the_oracle_perfectly_and_sees_shuffled_actions():
     result = evaluate_fd(oracle, "point", episodes=3, horizon=8, sampling_steps=1, progress=False)
     assert result.effector_found == [1.0] * 8 and result.block_found == [1.0] * 8
     assert result.effector_error_mm == [0.0] * 8 and result.block_error_mm == [0.0] * 8
+    assert result.block_error_mm_copy_last[7] > 0.0  # MuJoCo's pushes moved the block by h8
     assert result.state_error == [0.0] * 8
     assert result.effector_error_mm_shuffled[7] > 20.0 and result.delta_psnr_shuffled > 20.0
     assert result.beats_copy_last_at == list(range(1, 9))
@@ -68,6 +69,8 @@ def test_fd_fidelity_fails_a_model_that_ignores_its_actions():
     result = evaluate_fd(broken, "point", episodes=3, horizon=8, sampling_steps=1, progress=False)
     assert result.delta_psnr_shuffled == 0.0 and result.effector_error_mm == result.effector_error_mm_shuffled
     assert result.effector_error_mm[7] > 20.0  # the real effector moved away from where it is drawn
+    # Its block never moves: it scores exactly the block's copy-last baseline.
+    assert result.block_error_mm == result.block_error_mm_copy_last
 
 
 def test_ranking_of_the_oracle_is_the_simulators_own():
