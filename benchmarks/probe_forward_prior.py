@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import torch
 
@@ -35,26 +36,46 @@ def main() -> None:
     parser.add_argument(
         "--autoencoder", default=str(default_checkpoint_path()), help="checkpoint whose autoencoder to use"
     )
-    parser.add_argument("--steps", type=int, default=800)
+    parser.add_argument("--steps", type=int, default=800, help="steps on rollouts of 4 actions")
+    parser.add_argument("--finetune-steps", type=int, default=0, help="then steps on rollouts of 8 (the recipe's)")
     parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--width", type=int, default=32, help="the prior's conv width (the default's: 32)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--episodes", type=int, default=8, help="eval fd episodes per action source")
     parser.add_argument("--out", required=True, help="checkpoint folder to write")
     parser.add_argument("--seed", type=int, default=0, help="seeds the data split (the weights: seed + 1)")
     parser.add_argument("--json", required=True)
     args = parser.parse_args()
-    torch.set_num_threads(2)
-    config = ModelConfig.from_dict(preset("small").to_dict() | {"forward_prior": True})
+    torch.set_num_threads(args.threads)
+    overrides = {"forward_prior": True, "forward_width": args.width}
+    config = ModelConfig.from_dict(preset("small").to_dict() | overrides)
     data = TrainingSet(args.data, config, num_frames=5, seed=args.seed)
     autoencoder = load_autoencoder(args.autoencoder).requires_grad_(False).eval()
+    # Saved as it was read (with its fast decoder, where it has one).
+    autoencoder_config = json.loads((Path(args.autoencoder) / "config.json").read_text())["autoencoder"]
     data.prepare(autoencoder)
     torch.manual_seed(args.seed + 1)
     network = WorldActionNetwork(config)
     started = time.perf_counter()
-    train_forward_prior(network, data.transitions(steps=ROLLOUT_STEPS), steps=args.steps, batch_size=args.batch)
+    # The recipe's two stages, with its learning rates and seeds (cosmos_robot/train.py).
+    train_forward_prior(
+        network, data.transitions(steps=ROLLOUT_STEPS), steps=args.steps, batch_size=args.batch, seed=args.seed + 3
+    )
+    if args.finetune_steps:
+        rollout = 2 * ROLLOUT_STEPS
+        train_forward_prior(
+            network,
+            data.transitions(steps=rollout),
+            steps=args.finetune_steps,
+            batch_size=args.batch,
+            lr=1e-3,
+            seed=args.seed + 5,
+        )
     seconds = time.perf_counter() - started
     held_out = rollout_error(network, data.transitions("val", steps=ROLLOUT_STEPS))
     window = {"num_frames": 5, "context_frames": 1, "fps": 10.0}
-    save_checkpoint(Checkpoint(network, autoencoder, dict(data.processor.entries), window), args.out, overwrite=True)
+    checkpoint = Checkpoint(network, autoencoder, dict(data.processor.entries), window, autoencoder_config)
+    save_checkpoint(checkpoint, args.out, overwrite=True)
     model = WorldActionModel.from_pretrained(args.out)
     model.forward_path = "prior"
     report = {"train_seconds": seconds, "held_out": vars(held_out)}

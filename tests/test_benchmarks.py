@@ -43,3 +43,20 @@ def test_the_block_probe_reads_the_default_models_pushes(tmp_path):
     # The shipped model moves a pushed block most of the way in one step: it beats a block that stays.
     assert report["autoencoder_mm"] < report["one_step_mm_pushed"] < report["copy_last_mm_pushed"]
     assert 0.5 < report["one_step_push_fraction_median"] < 1.5
+
+
+@pytest.mark.slow
+def test_the_block_oracle_probe_reports_both_windows(tmp_path, point_images_dataset):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "oracle.json"
+    script = Path(__file__).parents[1] / "benchmarks" / "probe_block_oracle.py"
+    args = ["--data", str(point_images_dataset), "--steps", "50", "--fractions", "1", "--fd-episodes", "2"]
+    subprocess.run([sys.executable, str(script), *args, "--json", str(out)], check=True, capture_output=True, timeout=600)
+    report = json.loads(out.read_text())["point@1"]
+    assert report["train_episodes"] == 3
+    # Every expert episode of eval fd is scored at the horizon; a block that never moves is beside it.
+    assert report["fd_expert"]["windows"] == 2
+    assert report["fd_expert"]["rollout_copy_mm"] > 0

@@ -125,8 +125,8 @@ class FDResult(EvalResult):
 
 
 def record_mujoco(env_id: str, noise: float, seeds: list[int], horizon: int) -> dict[str, np.ndarray]:
-    """Run a scripted source in MuJoCo: frames (E, H+1, ...), states (E, H+1, S), actions (E, H, A), and the
-    true effector and block positions (E, H+1, 2)."""
+    """Run a scripted source in MuJoCo: frames (E, H+1, ...), states (E, H+1, S), actions (E, H, A), the
+    true effector and block positions (E, H+1, 2) and the block's pose with its yaw (E, H+1, 3)."""
     env = gym.make(env_id)
     episodes = []
     try:
@@ -142,6 +142,7 @@ def record_mujoco(env_id: str, noise: float, seeds: list[int], horizon: int) -> 
         "actions": np.stack([np.stack(e.actions) for e in episodes]),
         "effector": np.stack([[info["effector_pos"] for info in e.infos] for e in episodes]),
         "block": np.stack([[info["block_pose"][:2] for info in e.infos] for e in episodes]),
+        "block_pose": np.stack([[info["block_pose"] for info in e.infos] for e in episodes]),
     }
 
 

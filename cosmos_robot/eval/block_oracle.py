@@ -1,0 +1,225 @@
+"""What the training data teach about the block with perception taken out: a bound for any forward model.
+
+A small MLP learns the block's displacement per control step from inputs the learned env never gets:
+the true block pose (``observation.environment_state``), the true agent state and the action, on the
+datasets' own transitions. It then rolls the block open loop over held-out windows, given the agent's
+true states and actions at every step. Nothing is drawn or detected, so its error at h16 is what these
+datasets leave even with perfect perception: a bar below it needs more or different data, not a
+better network on pixels. Trained on a fraction of the episodes, it also says how fast more data helps.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from cosmos_robot.datasets.lerobot_io import load_lerobot
+
+ENVIRONMENT_STATE = "observation.environment_state"
+POSE_NAMES = ("block_x", "block_y", "block_yaw")
+# A square block looks the same every quarter turn: its yaw enters as sin/cos of 4x the angle and
+# its change is wrapped to (-45, 45] degrees.
+QUARTER_TURN = np.pi / 2
+PUSHED_MM = 2.0  # a step moves the block (as benchmarks/probe_block_steps.py)
+MOVED_MM = 10.0  # a window moves the block (its copy-last error at the horizon)
+# Targets in centimetres and deci-radians: the network's outputs of order one.
+TARGET_SCALE = (100.0, 100.0, 10.0)
+
+
+@dataclass
+class BlockEpisode:
+    """One episode's agent states (T, S), actions (T, A) and block poses (T, 3: x, y, yaw)."""
+
+    states: np.ndarray
+    actions: np.ndarray
+    poses: np.ndarray
+
+
+@dataclass
+class BlockOracleResult:
+    """The oracle's errors on held-out episodes (mm).
+
+    Attributes:
+        train_episodes: episodes it learned from.
+        one_step_mm_pushed: one-step block error on the held-out steps that move the block.
+        copy_mm_pushed: the same for a block that stays (how far those steps move it).
+        push_fraction_median: median share of the real displacement the predicted step covers.
+        windows: held-out windows of ``horizon`` steps whose block moves more than ``MOVED_MM``.
+        rollout_mm: mean block error at the horizon over those windows.
+        rollout_mm_median: its median.
+        rollout_copy_mm: the same for a block that never moves.
+    """
+
+    train_episodes: int
+    one_step_mm_pushed: float
+    copy_mm_pushed: float
+    push_fraction_median: float
+    windows: int
+    rollout_mm: float
+    rollout_mm_median: float
+    rollout_copy_mm: float
+
+
+def read_block_episodes(root: str | os.PathLike) -> list[BlockEpisode]:
+    """Agent states, actions and block poses of every episode of a LeRobot dataset (no frames read)."""
+    dataset = load_lerobot(root)
+    spec = dataset.meta.features.get(ENVIRONMENT_STATE)
+    names = list((spec or {}).get("names") or [])
+    if isinstance(spec, dict) and isinstance(spec.get("names"), dict):  # LeRobot's {"axes": [...]} form
+        names = next(iter(spec["names"].values()))
+    missing = [n for n in POSE_NAMES if n not in names]
+    if spec is None or missing:
+        raise ValueError(
+            f"dataset={str(root)!r}: {ENVIRONMENT_STATE} names {names}; expected the channels {list(POSE_NAMES)} "
+            "(a PushBlock dataset made by `cosmos-robot collect`)"
+        )
+    table = dataset.hf_dataset.with_format(None).select_columns(
+        ["observation.state", "action", ENVIRONMENT_STATE, "episode_index"]
+    )
+    states = np.asarray(table["observation.state"], dtype=np.float32)
+    actions = np.asarray(table["action"], dtype=np.float32)
+    poses = np.asarray(table[ENVIRONMENT_STATE], dtype=np.float64)[:, [names.index(n) for n in POSE_NAMES]]
+    episode_index = np.asarray(table["episode_index"])
+    ends = np.flatnonzero(np.diff(np.concatenate([episode_index, [-1]])) != 0) + 1
+    starts = np.concatenate([[0], ends[:-1]])
+    return [BlockEpisode(states[a:b], actions[a:b], poses[a:b]) for a, b in zip(starts, ends, strict=True)]
+
+
+def _features(states: np.ndarray, poses: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    yaw = poses[..., 2:3] * (2 * np.pi / QUARTER_TURN)
+    return np.concatenate([states, poses[..., :2], np.sin(yaw), np.cos(yaw), actions], -1).astype(np.float32)
+
+
+def _pose_change(poses: np.ndarray) -> np.ndarray:
+    change = np.diff(poses, axis=0)
+    change[:, 2] = (change[:, 2] + QUARTER_TURN / 2) % QUARTER_TURN - QUARTER_TURN / 2
+    return change
+
+
+class BlockDynamics(nn.Module):
+    """(agent state, block pose, action) -> the block's pose change in one control step."""
+
+    def __init__(self, inputs: int, mean: torch.Tensor, std: torch.Tensor, hidden: int = 256) -> None:
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+        self.register_buffer("scale", torch.tensor(TARGET_SCALE))
+        self.net = nn.Sequential(
+            nn.Linear(inputs, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, 3),
+        )
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Scaled pose change (B, 3) of features (B, F) from :func:`_features`."""
+        return self.net((features - self.mean) / self.std)
+
+    @torch.no_grad()
+    def step(self, states: np.ndarray, poses: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Block poses (N, 3) after one step from poses (N, 3), agent states (N, S) and actions (N, A)."""
+        change = self(torch.from_numpy(_features(states, poses, actions))) / self.scale
+        return poses + change.double().numpy()
+
+
+def fit_block_dynamics(episodes: Sequence[BlockEpisode], steps: int = 4000, seed: int = 0) -> BlockDynamics:
+    """Fit :class:`BlockDynamics` to every transition of ``episodes`` (MSE, AdamW, one-cycle schedule)."""
+    if steps < 1:
+        raise ValueError(f"steps={steps}; expected a positive integer")
+    usable = [e for e in episodes if len(e.poses) > 1]
+    if not usable:
+        raise ValueError("no episode has two steps; expected training episodes")
+    x = torch.from_numpy(np.concatenate([_features(e.states[:-1], e.poses[:-1], e.actions[:-1]) for e in usable]))
+    y = torch.from_numpy(np.concatenate([_pose_change(e.poses) for e in usable]).astype(np.float32))
+    torch.manual_seed(seed)
+    model = BlockDynamics(x.shape[1], x.mean(0), x.std(0) + 1e-6)
+    y = y * model.scale
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, 2e-3, total_steps=steps)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        index = torch.randint(len(x), (512,), generator=generator)
+        loss = (model(x[index]) - y[index]).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+    return model.eval()
+
+
+def score_block_dynamics(
+    model: BlockDynamics,
+    episodes: Sequence[BlockEpisode],
+    horizon: int = 16,
+    stride: int = 4,
+    moved_mm: float = MOVED_MM,
+) -> dict[str, float]:
+    """One-step and open-loop errors (mm) of ``model`` on ``episodes`` (see :class:`BlockOracleResult`);
+    the open-loop ones over the windows whose block moves more than ``moved_mm``."""
+    predicted, real = [], []
+    for e in episodes:
+        if len(e.poses) > 1:
+            predicted.append(model.step(e.states[:-1], e.poses[:-1], e.actions[:-1])[:, :2] - e.poses[:-1, :2])
+            real.append(np.diff(e.poses[:, :2], axis=0))
+    predicted_step, real_step = np.concatenate(predicted), np.concatenate(real)
+    pushed = np.linalg.norm(real_step, axis=1) * 1000.0 > PUSHED_MM
+    along = (predicted_step * real_step).sum(1)[pushed] / (real_step**2).sum(1)[pushed]
+    rolled, copied = [], []
+    for e in episodes:
+        starts = np.arange(0, len(e.poses) - horizon, stride)
+        if not len(starts):
+            continue
+        poses = e.poses[starts].copy()
+        for k in range(horizon):
+            poses = model.step(e.states[starts + k], poses, e.actions[starts + k])
+        rolled.append(np.linalg.norm(poses[:, :2] - e.poses[starts + horizon, :2], axis=1) * 1000.0)
+        copied.append(np.linalg.norm(e.poses[starts, :2] - e.poses[starts + horizon, :2], axis=1) * 1000.0)
+    rolled_mm, copy_mm = np.concatenate(rolled or [np.zeros(0)]), np.concatenate(copied or [np.zeros(0)])
+    moved = copy_mm > moved_mm if moved_mm > 0 else np.ones(len(copy_mm), dtype=bool)
+    nan = float("nan")
+    return {
+        "one_step_mm_pushed": float(np.linalg.norm(predicted_step - real_step, axis=1)[pushed].mean() * 1000.0)
+        if pushed.any()
+        else nan,
+        "copy_mm_pushed": float(np.linalg.norm(real_step, axis=1)[pushed].mean() * 1000.0) if pushed.any() else nan,
+        "push_fraction_median": float(np.median(along)) if pushed.any() else nan,
+        "windows": int(moved.sum()),
+        "rollout_mm": float(rolled_mm[moved].mean()) if moved.any() else nan,
+        "rollout_mm_median": float(np.median(rolled_mm[moved])) if moved.any() else nan,
+        "rollout_copy_mm": float(copy_mm[moved].mean()) if moved.any() else nan,
+    }
+
+
+def evaluate_block_oracle(
+    datasets: Sequence[Sequence[BlockEpisode]],
+    train_fraction: float = 1.0,
+    held_out: float = 0.1,
+    steps: int = 4000,
+    horizon: int = 16,
+    seed: int = 0,
+) -> tuple[BlockOracleResult, BlockDynamics]:
+    """Fit on a ``train_fraction`` of the training episodes of ``datasets`` (one embodiment's), score on
+    the ``held_out`` share of each dataset's episodes (the same split whatever ``train_fraction``);
+    returns the scores and the fitted model."""
+    if not 0.0 < train_fraction <= 1.0:
+        raise ValueError(f"train_fraction={train_fraction!r}; expected a number in (0, 1]")
+    if not 0.0 < held_out < 1.0:
+        raise ValueError(f"held_out={held_out!r}; expected a number in (0, 1)")
+    rng = np.random.default_rng(seed)
+    train, test = [], []
+    for episodes in datasets:
+        order = rng.permutation(len(episodes))
+        cut = max(1, round(held_out * len(episodes)))
+        test += [episodes[i] for i in order[:cut]]
+        kept = order[cut:][: max(1, round(train_fraction * (len(episodes) - cut)))]
+        train += [episodes[i] for i in kept]
+    model = fit_block_dynamics(train, steps=steps, seed=seed)
+    return BlockOracleResult(train_episodes=len(train), **score_block_dynamics(model, test, horizon)), model

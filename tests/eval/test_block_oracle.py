@@ -1,0 +1,84 @@
+"""The block oracle: reads real PushBlock datasets, learns pushes, and its harness tells a good model from a bad one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosmos_robot.eval.block_oracle import (
+    BlockEpisode,
+    evaluate_block_oracle,
+    fit_block_dynamics,
+    read_block_episodes,
+    score_block_dynamics,
+)
+
+
+class _Replay:
+    """A 'model' that returns each step's recorded next pose: the harness must score it zero."""
+
+    def __init__(self, episodes: list[BlockEpisode]) -> None:
+        self.next = {}
+        for e in episodes:
+            for t in range(len(e.poses) - 1):
+                self.next[(e.states[t].tobytes(), e.actions[t].tobytes())] = e.poses[t + 1]
+
+    def step(self, states: np.ndarray, poses: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        return np.stack([self.next[(s.tobytes(), a.tobytes())] for s, a in zip(states, actions, strict=True)])
+
+
+class _StandStill:
+    """A 'model' whose block never moves: the harness must score it as copy-last."""
+
+    def step(self, states: np.ndarray, poses: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        return poses.copy()
+
+
+def test_reads_block_poses_of_a_collected_dataset(point_images_dataset):
+    episodes = read_block_episodes(point_images_dataset)
+    assert len(episodes) == 4
+    for e in episodes:
+        assert len(e.states) == len(e.actions) == len(e.poses) > 1
+        assert e.poses.shape[1] == 3 and np.all(np.abs(e.poses[:, :2]) < 0.5)  # on the table, metres
+    # The noisy expert pushes the block in some episode.
+    assert max(np.linalg.norm(e.poses[-1, :2] - e.poses[0, :2]) for e in episodes) > 0.01
+
+
+def test_a_dataset_without_block_poses_is_refused_by_name(tmp_path):
+    from cosmos_robot.collect import collect
+
+    out = tmp_path / "reacher"
+    collect("Reacher-v5", 1, out, seed=0, video=False, progress=False)
+    with pytest.raises(ValueError, match="observation.environment_state.*block_x"):
+        read_block_episodes(out)
+
+
+def test_the_harness_scores_a_replay_zero_and_a_still_block_as_copy_last(point_images_dataset):
+    episodes = read_block_episodes(point_images_dataset)
+    replay = score_block_dynamics(_Replay(episodes), episodes, horizon=4, stride=1, moved_mm=0.0)
+    still = score_block_dynamics(_StandStill(), episodes, horizon=4, stride=1, moved_mm=0.0)
+    assert replay["one_step_mm_pushed"] < 1e-6 and replay["rollout_mm"] < 1e-6
+    assert replay["push_fraction_median"] == pytest.approx(1.0)
+    assert still["push_fraction_median"] == 0.0
+    assert still["one_step_mm_pushed"] == pytest.approx(still["copy_mm_pushed"])
+    assert still["copy_mm_pushed"] > 2.0
+    assert still["rollout_mm"] == pytest.approx(still["rollout_copy_mm"])
+    assert still["rollout_copy_mm"] > 0.0
+
+
+def test_a_fitted_oracle_beats_a_still_block_on_its_own_pushes(point_images_dataset):
+    episodes = read_block_episodes(point_images_dataset)
+    model = fit_block_dynamics(episodes, steps=300, seed=0)
+    fitted = score_block_dynamics(model, episodes, horizon=4, stride=1)
+    assert fitted["one_step_mm_pushed"] < 0.5 * fitted["copy_mm_pushed"]
+    assert 0.5 < fitted["push_fraction_median"] < 1.5
+
+
+def test_split_and_arguments(point_images_dataset):
+    episodes = read_block_episodes(point_images_dataset)
+    result, _ = evaluate_block_oracle([episodes], train_fraction=0.5, steps=5, horizon=4)
+    assert result.train_episodes == 2  # 4 episodes: 1 held out, half of the other 3 rounded
+    with pytest.raises(ValueError, match="train_fraction=0"):
+        evaluate_block_oracle([episodes], train_fraction=0.0)
+    with pytest.raises(ValueError, match="steps=0"):
+        fit_block_dynamics(episodes, steps=0)
