@@ -56,7 +56,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.steps < 1 or args.horizon < 1 or args.fd_episodes < 1:
         parser.error(
-            f"--steps {args.steps} --horizon {args.horizon} --fd-episodes {args.fd_episodes}; expected positive integers"
+            f"--steps {args.steps} --horizon {args.horizon} --fd-episodes {args.fd_episodes}; "
+            "expected positive integers"
         )
     by_embodiment = defaultdict(list)
     for root in args.data:

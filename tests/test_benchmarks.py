@@ -54,7 +54,8 @@ def test_the_block_oracle_probe_reports_both_windows(tmp_path, point_images_data
     out = tmp_path / "oracle.json"
     script = Path(__file__).parents[1] / "benchmarks" / "probe_block_oracle.py"
     args = ["--data", str(point_images_dataset), "--steps", "50", "--fractions", "1", "--fd-episodes", "2"]
-    subprocess.run([sys.executable, str(script), *args, "--json", str(out)], check=True, capture_output=True, timeout=600)
+    args += ["--json", str(out)]
+    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, timeout=600)
     report = json.loads(out.read_text())["point@1"]
     assert report["train_episodes"] == 3
     # Every expert episode of eval fd is scored at the horizon; a block that never moves is beside it.
