@@ -28,6 +28,13 @@ for e in point arm2; do
   run "eval_label_$e" $CLI eval label --checkpoint "$CK" --env "cosmos_robot/PushBlock${e^}-v0" \
       --baseline-data "$DATA/${e}_expert" "$DATA/${e}_noise0.3" "$DATA/${e}_noise0.6" --json "$R/eval_label_$e.json"
 done
+for e in point arm2; do
+  run "probe_block_steps_$e" $PY benchmarks/probe_block_steps.py --checkpoint "$CK" --embodiment "$e" \
+      --json "$R/probe_block_steps_$e.json"
+done
+ALL_DATA=()
+for e in point arm2; do for d in expert noise0.3 noise0.6 random; do ALL_DATA+=("$DATA/${e}_$d"); done; done
+run probe_block_oracle $PY benchmarks/probe_block_oracle.py --data "${ALL_DATA[@]}" --json "$R/probe_block_oracle.json"
 run eval_imagination_rl $CLI eval imagination-rl --checkpoint "$CK" --json "$R/eval_imagination_rl.json"
 run bench_policy $PY benchmarks/bench_policy.py --quick --checkpoint "$CK" --json "$R/bench_policy.json"
 run bench_fd_env $PY benchmarks/bench_fd_env.py --quick --checkpoint "$CK" --json "$R/bench_fd_env.json"
