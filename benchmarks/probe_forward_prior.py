@@ -1,6 +1,7 @@
 """The forward prior alone, on a checkpoint's frozen autoencoder, measured with the object metrics.
 
-Trains a fresh forward prior (``--steps`` steps of ``--batch`` rollouts of 4 actions) on the latents
+Trains a fresh forward prior (``--steps`` steps of ``--batch`` rollouts of 4 actions, then
+``--finetune-steps`` of 8 as the recipe does) at ``--width`` on the latents
 of ``--data`` encoded by ``--autoencoder``'s autoencoder, writes a checkpoint holding only that
 prior (the MoT is untrained, so the checkpoint is for ``forward_path="prior"`` only), and runs the
 ``eval fd`` harness on it: minutes, where a full retrain takes an hour. This is how the numbers in
