@@ -64,11 +64,11 @@ def main() -> None:
         by_embodiment[load_lerobot(root).meta.robot_type].append(read_block_episodes(root))
     report = {}
     for embodiment, datasets in sorted(by_embodiment.items()):
+        fd = fd_expert_episodes(embodiment, args.fd_episodes, args.fd_seed, args.horizon)
         for fraction in args.fractions:
             result, model = evaluate_block_oracle(
                 datasets, fraction, steps=args.steps, horizon=args.horizon, seed=args.seed
             )
-            fd = fd_expert_episodes(embodiment, args.fd_episodes, args.fd_seed, args.horizon)
             on_fd = score_block_dynamics(model, fd, args.horizon, moved_mm=0.0)
             report[f"{embodiment}@{fraction:g}"] = asdict(result) | {"fd_expert": on_fd}
             print(

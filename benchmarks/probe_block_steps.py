@@ -29,12 +29,11 @@ import torch  # noqa: E402
 from cosmos_robot.atomic import write_file_atomic  # noqa: E402
 from cosmos_robot.envs import PUSH_BLOCK_IDS  # noqa: E402
 from cosmos_robot.envs.start_sources import FixedStarts, Start  # noqa: E402
+from cosmos_robot.eval.block_oracle import PUSHED_MM  # noqa: E402
 from cosmos_robot.eval.fd_fidelity import imagine, open_loop_envs, record_mujoco  # noqa: E402
 from cosmos_robot.eval.objects import locate  # noqa: E402
 from cosmos_robot.seeds import FD_SEED  # noqa: E402
 from cosmos_robot.world_model import WorldActionModel  # noqa: E402
-
-PUSHED_MM = 2.0
 
 
 def _block_mm(frames: np.ndarray, reference: np.ndarray) -> np.ndarray:

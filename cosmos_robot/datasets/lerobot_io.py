@@ -174,9 +174,7 @@ def read_lerobot(root: str | os.PathLike) -> EpisodeArrays:
     features = {k: v for k, v in meta.features.items() if k not in LEROBOT_INDEX_KEYS}
     table = dataset.hf_dataset.with_format(None)
     episode_index = np.asarray(table["episode_index"], dtype=np.int64)
-    if np.any(np.diff(episode_index) < 0):
-        raise ValueError(f"dataset={str(root)!r}: rows are not grouped by episode; expected LeRobot's layout")
-    episode_ends = np.flatnonzero(np.diff(np.concatenate([episode_index, [-1]])) != 0) + 1
+    episode_ends = grouped_episode_ends(episode_index, root)
 
     data: dict[str, np.ndarray] = {}
     for key, spec in features.items():
@@ -197,6 +195,14 @@ def read_lerobot(root: str | os.PathLike) -> EpisodeArrays:
         robot_type=meta.robot_type,
         meta=read_sidecar(root),
     )
+
+
+def grouped_episode_ends(episode_index: np.ndarray, root: str | os.PathLike) -> np.ndarray:
+    """Exclusive end row of each episode of a dataset whose rows are grouped by ``episode_index``."""
+    episode_index = np.asarray(episode_index)
+    if np.any(np.diff(episode_index) < 0):
+        raise ValueError(f"dataset={str(root)!r}: rows are not grouped by episode; expected LeRobot's layout")
+    return np.flatnonzero(np.diff(np.concatenate([episode_index, [-1]])) != 0) + 1
 
 
 def _decode_episodes(dataset: LeRobotDataset, key: str, episode_index: np.ndarray) -> np.ndarray:

@@ -18,14 +18,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from cosmos_robot.datasets.lerobot_io import load_lerobot
+from cosmos_robot.datasets.lerobot_io import grouped_episode_ends, load_lerobot
 
 ENVIRONMENT_STATE = "observation.environment_state"
 POSE_NAMES = ("block_x", "block_y", "block_yaw")
 # A square block looks the same every quarter turn: its yaw enters as sin/cos of 4x the angle and
 # its change is wrapped to (-45, 45] degrees.
 QUARTER_TURN = np.pi / 2
-PUSHED_MM = 2.0  # a step moves the block (as benchmarks/probe_block_steps.py)
+PUSHED_MM = 2.0  # a step that moves the block more than this is a push (also probe_block_steps.py's)
 MOVED_MM = 10.0  # a window moves the block (its copy-last error at the horizon)
 # Targets in centimetres and deci-radians: the network's outputs of order one.
 TARGET_SCALE = (100.0, 100.0, 10.0)
@@ -69,11 +69,8 @@ def read_block_episodes(root: str | os.PathLike) -> list[BlockEpisode]:
     """Agent states, actions and block poses of every episode of a LeRobot dataset (no frames read)."""
     dataset = load_lerobot(root)
     spec = dataset.meta.features.get(ENVIRONMENT_STATE)
-    names = list((spec or {}).get("names") or [])
-    if isinstance(spec, dict) and isinstance(spec.get("names"), dict):  # LeRobot's {"axes": [...]} form
-        names = next(iter(spec["names"].values()))
-    missing = [n for n in POSE_NAMES if n not in names]
-    if spec is None or missing:
+    names = list(spec.get("names") or []) if spec else []
+    if any(n not in names for n in POSE_NAMES):
         raise ValueError(
             f"dataset={str(root)!r}: {ENVIRONMENT_STATE} names {names}; expected the channels {list(POSE_NAMES)} "
             "(a PushBlock dataset made by `cosmos-robot collect`)"
@@ -84,8 +81,7 @@ def read_block_episodes(root: str | os.PathLike) -> list[BlockEpisode]:
     states = np.asarray(table["observation.state"], dtype=np.float32)
     actions = np.asarray(table["action"], dtype=np.float32)
     poses = np.asarray(table[ENVIRONMENT_STATE], dtype=np.float64)[:, [names.index(n) for n in POSE_NAMES]]
-    episode_index = np.asarray(table["episode_index"])
-    ends = np.flatnonzero(np.diff(np.concatenate([episode_index, [-1]])) != 0) + 1
+    ends = grouped_episode_ends(np.asarray(table["episode_index"]), root)
     starts = np.concatenate([[0], ends[:-1]])
     return [BlockEpisode(states[a:b], actions[a:b], poses[a:b]) for a, b in zip(starts, ends, strict=True)]
 

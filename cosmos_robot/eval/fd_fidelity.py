@@ -136,13 +136,14 @@ def record_mujoco(env_id: str, noise: float, seeds: list[int], horizon: int) -> 
             episodes.append(run_episode(env, policy.act, seed, max_steps=horizon, ignore_episode_end=True))
     finally:
         env.close()
+    block_pose = np.stack([[info["block_pose"] for info in e.infos] for e in episodes])
     return {
         "frames": np.stack([e.frames() for e in episodes]),
         "states": np.stack([e.states() for e in episodes]),
         "actions": np.stack([np.stack(e.actions) for e in episodes]),
         "effector": np.stack([[info["effector_pos"] for info in e.infos] for e in episodes]),
-        "block": np.stack([[info["block_pose"][:2] for info in e.infos] for e in episodes]),
-        "block_pose": np.stack([[info["block_pose"] for info in e.infos] for e in episodes]),
+        "block": block_pose[..., :2],
+        "block_pose": block_pose,
     }
 
 
