@@ -40,7 +40,10 @@ def fd_expert_episodes(embodiment: str, episodes: int, seed: int, horizon: int) 
     """The expert episodes ``eval fd`` records (same env, seeds and horizon), as block episodes."""
     real = record_mujoco(PUSH_BLOCK_IDS[embodiment], 0.0, [seed + i for i in range(episodes)], horizon)
     actions = np.concatenate([real["actions"], np.zeros_like(real["actions"][:, :1])], 1)  # one per state
-    return [BlockEpisode(s, a, p) for s, a, p in zip(real["states"], actions, real["block_pose"], strict=True)]
+    return [
+        BlockEpisode(*arrays)
+        for arrays in zip(real["states"], actions, real["block_pose"], real["effector"], strict=True)
+    ]
 
 
 def main() -> None:

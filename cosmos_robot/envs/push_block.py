@@ -250,12 +250,22 @@ class PushBlockEnv(gym.Env):
 
 
 def arm_fingertip(q: np.ndarray) -> np.ndarray:
-    """Fingertip (x, y) of the two-link arm at joint angles ``q`` = (shoulder, elbow)."""
+    """Fingertip (..., x y) of the two-link arm at joint angles ``q`` (..., shoulder elbow)."""
+    q = np.asarray(q, dtype=np.float64)
     l1, l2 = scene.ARM_LINKS
-    a, b = q[0], q[0] + q[1]
-    return np.array(scene.ARM_BASE) + np.array(
-        [l1 * math.cos(a) + l2 * math.cos(b), l1 * math.sin(a) + l2 * math.sin(b)]
-    )
+    a, b = q[..., 0], q[..., 0] + q[..., 1]
+    tip = np.stack([l1 * np.cos(a) + l2 * np.cos(b), l1 * np.sin(a) + l2 * np.sin(b)], -1)
+    return tip + np.asarray(scene.ARM_BASE)
+
+
+def effector_from_state(embodiment: str, states: np.ndarray) -> np.ndarray:
+    """Effector (x, y) in metres of agent states (..., 2) of ``embodiment`` (``agent_pos``), by kinematics."""
+    states = np.asarray(states, dtype=np.float64)
+    if embodiment == "point":
+        return states[..., :2].copy()
+    if embodiment == "arm2":
+        return arm_fingertip(states)
+    raise ValueError(f"embodiment={embodiment!r} is not a PushBlock robot; expected 'point' or 'arm2'")
 
 
 def arm_jacobian(q: np.ndarray) -> np.ndarray:

@@ -1,11 +1,19 @@
 """What the training data teach about the block with perception taken out: a bound for any forward model.
 
 A small MLP learns the block's displacement per control step from inputs the learned env never gets:
-the true block pose (``observation.environment_state``), the true agent state and the action, on the
-datasets' own transitions. It then rolls the block open loop over held-out windows, given the agent's
-true states and actions at every step. Nothing is drawn or detected, so its error at h16 is what these
-datasets leave even with perfect perception: a bar below it needs more or different data, not a
-better network on pixels. Trained on a fraction of the episodes, it also says how fast more data helps.
+the true block pose (``observation.environment_state``) and the true effector trajectory (from the
+agent state by the robot's kinematics), on the datasets' own transitions. It then rolls the block open
+loop over held-out windows, given the agent's true states and actions at every step. Nothing is drawn or
+detected, so its error at h16 is what these datasets leave even with perfect perception: a bar below it
+needs more or different data, not a better network on pixels. Trained on a fraction of the episodes, it
+also says how fast more data helps.
+
+Its inputs are the physics of a push, in the block's own frame (a push is the same push anywhere on the
+table and at any yaw): where the effector is relative to the block, how far it moves this step and moved
+the step before, how far the block moved the step before (it slides on), the block's place on the table
+(the walls) and the action. Given joint angles, block pose and action in table coordinates instead, the
+same MLP had to learn the arm's kinematics and every push at every place and yaw from the same data: its
+h16 error was 1.5-2x higher (docs/results.md), which says the network, not the data, was the bound.
 """
 
 from __future__ import annotations
@@ -19,11 +27,11 @@ import torch
 from torch import nn
 
 from cosmos_robot.datasets.lerobot_io import grouped_episode_ends, load_lerobot
+from cosmos_robot.envs.push_block import effector_from_state
 
 ENVIRONMENT_STATE = "observation.environment_state"
 POSE_NAMES = ("block_x", "block_y", "block_yaw")
-# A square block looks the same every quarter turn: its yaw enters as sin/cos of 4x the angle and
-# its change is wrapped to (-45, 45] degrees.
+# A square block looks the same every quarter turn: its frame is its yaw folded into (-45, 45] degrees.
 QUARTER_TURN = np.pi / 2
 PUSHED_MM = 2.0  # a step that moves the block more than this is a push (also probe_block_steps.py's)
 MOVED_MM = 10.0  # a window moves the block (its copy-last error at the horizon)
@@ -33,11 +41,13 @@ TARGET_SCALE = (100.0, 100.0, 10.0)
 
 @dataclass
 class BlockEpisode:
-    """One episode's agent states (T, S), actions (T, A) and block poses (T, 3: x, y, yaw)."""
+    """One episode's agent states (T, S), actions (T, A), block poses (T, 3: x, y, yaw) and effector
+    positions (T, 2, metres)."""
 
     states: np.ndarray
     actions: np.ndarray
     poses: np.ndarray
+    effector: np.ndarray
 
 
 @dataclass
@@ -81,24 +91,55 @@ def read_block_episodes(root: str | os.PathLike) -> list[BlockEpisode]:
     states = np.asarray(table["observation.state"], dtype=np.float32)
     actions = np.asarray(table["action"], dtype=np.float32)
     poses = np.asarray(table[ENVIRONMENT_STATE], dtype=np.float64)[:, [names.index(n) for n in POSE_NAMES]]
+    effector = effector_from_state(dataset.meta.robot_type, states)
     ends = grouped_episode_ends(np.asarray(table["episode_index"]), root)
     starts = np.concatenate([[0], ends[:-1]])
-    return [BlockEpisode(states[a:b], actions[a:b], poses[a:b]) for a, b in zip(starts, ends, strict=True)]
+    return [
+        BlockEpisode(states[a:b], actions[a:b], poses[a:b], effector[a:b]) for a, b in zip(starts, ends, strict=True)
+    ]
 
 
-def _features(states: np.ndarray, poses: np.ndarray, actions: np.ndarray) -> np.ndarray:
-    yaw = poses[..., 2:3] * (2 * np.pi / QUARTER_TURN)
-    return np.concatenate([states, poses[..., :2], np.sin(yaw), np.cos(yaw), actions], -1).astype(np.float32)
+def _block_frame(vectors: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """Table-frame vectors (..., 2) in the frame of a block at ``yaw`` (..., folded to a quarter turn)."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.stack([c * vectors[..., 0] + s * vectors[..., 1], c * vectors[..., 1] - s * vectors[..., 0]], -1)
 
 
-def _pose_change(poses: np.ndarray) -> np.ndarray:
-    change = np.diff(poses, axis=0)
-    change[:, 2] = (change[:, 2] + QUARTER_TURN / 2) % QUARTER_TURN - QUARTER_TURN / 2
-    return change
+def _fold(yaw: np.ndarray) -> np.ndarray:
+    return (yaw + QUARTER_TURN / 2) % QUARTER_TURN - QUARTER_TURN / 2
+
+
+def _features(episode: BlockEpisode, t: np.ndarray, poses: np.ndarray, poses_before: np.ndarray) -> np.ndarray:
+    """Inputs of the step from ``t`` (N,) of ``episode``, the block at ``poses`` (N, 3) having been at
+    ``poses_before`` (N, 3) a step earlier."""
+    effector, yaw = episode.effector, _fold(poses[:, 2])
+    before = effector[np.maximum(t - 1, 0)]
+    parts = [
+        _block_frame(effector[t] - poses[:, :2], yaw),
+        _block_frame(effector[t + 1] - effector[t], yaw),
+        _block_frame(effector[t] - before, yaw),
+        _block_frame(poses[:, :2] - poses_before[:, :2], yaw),
+        poses[:, :2],
+        episode.actions[t],
+    ]
+    return np.concatenate(parts, -1).astype(np.float32)
+
+
+def _targets(episode: BlockEpisode) -> np.ndarray:
+    """Each step's block change (T-1, 3) in the block's frame, scaled by ``TARGET_SCALE``."""
+    poses = episode.poses
+    moved = _block_frame(np.diff(poses[:, :2], axis=0), _fold(poses[:-1, 2]))
+    turned = _fold(np.diff(poses[:, 2]))[:, None]
+    return np.concatenate([moved, turned], -1) * np.asarray(TARGET_SCALE)
+
+
+def _poses_before(episode: BlockEpisode, t: np.ndarray) -> np.ndarray:
+    """The recorded block pose a step before ``t`` (an episode starts at rest: its own at t = 0)."""
+    return episode.poses[np.maximum(t - 1, 0)]
 
 
 class BlockDynamics(nn.Module):
-    """(agent state, block pose, action) -> the block's pose change in one control step."""
+    """(effector and block motion in the block's frame, action) -> the block's pose change in one step."""
 
     def __init__(self, inputs: int, mean: torch.Tensor, std: torch.Tensor, hidden: int = 256) -> None:
         super().__init__()
@@ -116,14 +157,16 @@ class BlockDynamics(nn.Module):
         )
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        """Scaled pose change (B, 3) of features (B, F) from :func:`_features`."""
+        """Scaled pose change (B, 3), in the block's frame, of features (B, F) from :func:`_features`."""
         return self.net((features - self.mean) / self.std)
 
     @torch.no_grad()
-    def step(self, states: np.ndarray, poses: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        """Block poses (N, 3) after one step from poses (N, 3), agent states (N, S) and actions (N, A)."""
-        change = self(torch.from_numpy(_features(states, poses, actions))) / self.scale
-        return poses + change.double().numpy()
+    def step(self, episode: BlockEpisode, t: np.ndarray, poses: np.ndarray, poses_before: np.ndarray) -> np.ndarray:
+        """Block poses (N, 3) after the steps from ``t`` (N,) of ``episode`` (its true effector and actions),
+        from the block at ``poses`` (N, 3), at ``poses_before`` a step earlier."""
+        change = (self(torch.from_numpy(_features(episode, t, poses, poses_before))) / self.scale).double().numpy()
+        moved = _block_frame(change[:, :2], -_fold(poses[:, 2]))
+        return poses + np.concatenate([moved, change[:, 2:]], -1)
 
 
 def fit_block_dynamics(episodes: Sequence[BlockEpisode], steps: int = 4000, seed: int = 0) -> BlockDynamics:
@@ -133,11 +176,12 @@ def fit_block_dynamics(episodes: Sequence[BlockEpisode], steps: int = 4000, seed
     usable = [e for e in episodes if len(e.poses) > 1]
     if not usable:
         raise ValueError("no episode has two steps; expected training episodes")
-    x = torch.from_numpy(np.concatenate([_features(e.states[:-1], e.poses[:-1], e.actions[:-1]) for e in usable]))
-    y = torch.from_numpy(np.concatenate([_pose_change(e.poses) for e in usable]).astype(np.float32))
+    steps_of = [np.arange(len(e.poses) - 1) for e in usable]
+    x = [_features(e, t, e.poses[t], _poses_before(e, t)) for e, t in zip(usable, steps_of, strict=True)]
+    x = torch.from_numpy(np.concatenate(x))
+    y = torch.from_numpy(np.concatenate([_targets(e) for e in usable]).astype(np.float32))
     torch.manual_seed(seed)
     model = BlockDynamics(x.shape[1], x.mean(0), x.std(0) + 1e-6)
-    y = y * model.scale
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, 2e-3, total_steps=steps)
     generator = torch.Generator().manual_seed(seed)
@@ -163,7 +207,8 @@ def score_block_dynamics(
     predicted, real = [], []
     for e in episodes:
         if len(e.poses) > 1:
-            predicted.append(model.step(e.states[:-1], e.poses[:-1], e.actions[:-1])[:, :2] - e.poses[:-1, :2])
+            t = np.arange(len(e.poses) - 1)
+            predicted.append(model.step(e, t, e.poses[t], _poses_before(e, t))[:, :2] - e.poses[t, :2])
             real.append(np.diff(e.poses[:, :2], axis=0))
     predicted_step, real_step = np.concatenate(predicted), np.concatenate(real)
     pushed = np.linalg.norm(real_step, axis=1) * 1000.0 > PUSHED_MM
@@ -173,9 +218,9 @@ def score_block_dynamics(
         starts = np.arange(0, len(e.poses) - horizon, stride)
         if not len(starts):
             continue
-        poses = e.poses[starts].copy()
+        poses, before = e.poses[starts].copy(), _poses_before(e, starts)
         for k in range(horizon):
-            poses = model.step(e.states[starts + k], poses, e.actions[starts + k])
+            poses, before = model.step(e, starts + k, poses, before), poses
         rolled.append(np.linalg.norm(poses[:, :2] - e.poses[starts + horizon, :2], axis=1) * 1000.0)
         copied.append(np.linalg.norm(e.poses[starts, :2] - e.poses[starts + horizon, :2], axis=1) * 1000.0)
     rolled_mm, copy_mm = np.concatenate(rolled or [np.zeros(0)]), np.concatenate(copied or [np.zeros(0)])

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 from cosmos_robot.envs import PUSH_BLOCK_IDS
-from cosmos_robot.envs.push_block import PushBlockEnv, arm_fingertip, arm_jacobian
+from cosmos_robot.envs.push_block import PushBlockEnv, arm_fingertip, arm_jacobian, effector_from_state
 
 EMBODIMENTS = list(PUSH_BLOCK_IDS)
 
@@ -134,6 +135,24 @@ def test_arm_fingertip_matches_mujoco():
     obs, _ = env.reset(seed=4)
     np.testing.assert_allclose(arm_fingertip(obs["agent_pos"].astype(float)), env.effector_pos(), atol=1e-5)
     env.close()
+
+
+@pytest.mark.parametrize("embodiment", ["point", "arm2"])
+def test_effector_from_state_matches_mujoco_along_an_episode(embodiment):
+    env = PushBlockEnv(embodiment)
+    obs, _ = env.reset(seed=5)
+    states, effector = [obs["agent_pos"]], [env.effector_pos()]
+    for _ in range(5):
+        obs, *_ = env.step(env.action_space.sample())
+        # mj_step leaves geom positions at the last substep's start: the kinematics of qpos as it is now.
+        mujoco.mj_kinematics(env.model, env.data)
+        states.append(obs["agent_pos"])
+        effector.append(env.effector_pos())
+    env.close()
+    # float32 observations: within a micrometre or so of MuJoCo's float64 geometry.
+    np.testing.assert_allclose(effector_from_state(embodiment, np.stack(states)), np.stack(effector), atol=1e-5)
+    with pytest.raises(ValueError, match="embodiment='cheetah'"):
+        effector_from_state("cheetah", np.zeros((1, 2)))
 
 
 @pytest.mark.parametrize(("field", "value"), [("width", 60), ("height", 0), ("width", -8), ("height", 64.0)])

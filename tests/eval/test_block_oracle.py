@@ -7,6 +7,8 @@ import pytest
 
 from cosmos_robot.eval.block_oracle import (
     BlockEpisode,
+    _features,
+    _targets,
     evaluate_block_oracle,
     fit_block_dynamics,
     read_block_episodes,
@@ -17,20 +19,14 @@ from cosmos_robot.eval.block_oracle import (
 class _Replay:
     """A 'model' that returns each step's recorded next pose: the harness must score it zero."""
 
-    def __init__(self, episodes: list[BlockEpisode]) -> None:
-        self.next = {}
-        for e in episodes:
-            for t in range(len(e.poses) - 1):
-                self.next[(e.states[t].tobytes(), e.actions[t].tobytes())] = e.poses[t + 1]
-
-    def step(self, states: np.ndarray, poses: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        return np.stack([self.next[(s.tobytes(), a.tobytes())] for s, a in zip(states, actions, strict=True)])
+    def step(self, episode: BlockEpisode, t: np.ndarray, poses: np.ndarray, poses_before: np.ndarray) -> np.ndarray:
+        return episode.poses[t + 1]
 
 
 class _StandStill:
     """A 'model' whose block never moves: the harness must score it as copy-last."""
 
-    def step(self, states: np.ndarray, poses: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    def step(self, episode: BlockEpisode, t: np.ndarray, poses: np.ndarray, poses_before: np.ndarray) -> np.ndarray:
         return poses.copy()
 
 
@@ -38,8 +34,9 @@ def test_reads_block_poses_of_a_collected_dataset(point_images_dataset):
     episodes = read_block_episodes(point_images_dataset)
     assert len(episodes) == 4
     for e in episodes:
-        assert len(e.states) == len(e.actions) == len(e.poses) > 1
+        assert len(e.states) == len(e.actions) == len(e.poses) == len(e.effector) > 1
         assert e.poses.shape[1] == 3 and np.all(np.abs(e.poses[:, :2]) < 0.5)  # on the table, metres
+        np.testing.assert_allclose(e.effector, e.states[:, :2], atol=1e-6)  # the point robot's state is its place
     # The noisy expert pushes the block in some episode.
     assert max(np.linalg.norm(e.poses[-1, :2] - e.poses[0, :2]) for e in episodes) > 0.01
 
@@ -55,7 +52,7 @@ def test_a_dataset_without_block_poses_is_refused_by_name(tmp_path):
 
 def test_the_harness_scores_a_replay_zero_and_a_still_block_as_copy_last(point_images_dataset):
     episodes = read_block_episodes(point_images_dataset)
-    replay = score_block_dynamics(_Replay(episodes), episodes, horizon=4, stride=1, moved_mm=0.0)
+    replay = score_block_dynamics(_Replay(), episodes, horizon=4, stride=1, moved_mm=0.0)
     still = score_block_dynamics(_StandStill(), episodes, horizon=4, stride=1, moved_mm=0.0)
     assert replay["one_step_mm_pushed"] < 1e-6 and replay["rollout_mm"] < 1e-6
     assert replay["push_fraction_median"] == pytest.approx(1.0)
@@ -82,3 +79,22 @@ def test_split_and_arguments(point_images_dataset):
         evaluate_block_oracle([episodes], train_fraction=0.0)
     with pytest.raises(ValueError, match="steps=0"):
         fit_block_dynamics(episodes, steps=0)
+
+
+def test_a_push_is_learned_once_for_every_place_and_yaw():
+    # The oracle reads a push in the block's frame: the same push turned and moved elsewhere has the same
+    # inputs and the same block-frame outcome.
+    rng = np.random.default_rng(0)
+    effector = np.array([[-0.05, 0.0], [-0.04, 0.0]])
+    poses = np.array([[0.0, 0.0, 0.1], [0.01, 0.0, 0.1]])
+    episode = BlockEpisode(np.zeros((2, 2)), np.zeros((2, 2)), poses, effector)
+    t = np.array([0])
+    reference = _features(episode, t, poses[:1], poses[:1])
+    for _ in range(3):
+        turn, shift = rng.uniform(-0.5, 0.5), rng.uniform(-0.05, 0.05, 2)  # the yaw stays within its fold
+        rotation = np.array([[np.cos(turn), -np.sin(turn)], [np.sin(turn), np.cos(turn)]])
+        moved_poses = np.concatenate([poses[:, :2] @ rotation.T + shift, poses[:, 2:] + turn], 1)
+        moved = BlockEpisode(episode.states, episode.actions, moved_poses, effector @ rotation.T + shift)
+        features = _features(moved, t, moved_poses[:1], moved_poses[:1])
+        np.testing.assert_allclose(features[:, :8], reference[:, :8], atol=1e-5)  # all but table place, action
+        np.testing.assert_allclose(_targets(moved), _targets(episode), atol=1e-4)
