@@ -35,6 +35,10 @@ done
 ALL_DATA=()
 for e in point arm2; do for d in expert noise0.3 noise0.6 random; do ALL_DATA+=("$DATA/${e}_$d"); done; done
 run probe_block_oracle $PY benchmarks/probe_block_oracle.py --data "${ALL_DATA[@]}" --json "$R/probe_block_oracle.json"
+for e in point arm2; do
+  run "probe_block_sensitivity_$e" $PY benchmarks/probe_block_sensitivity.py --embodiment "$e" \
+      --json "$R/probe_block_sensitivity_$e.json"
+done
 run eval_imagination_rl $CLI eval imagination-rl --checkpoint "$CK" --json "$R/eval_imagination_rl.json"
 run bench_policy $PY benchmarks/bench_policy.py --quick --checkpoint "$CK" --json "$R/bench_policy.json"
 run bench_fd_env $PY benchmarks/bench_fd_env.py --quick --checkpoint "$CK" --json "$R/bench_fd_env.json"

@@ -61,3 +61,19 @@ def test_the_block_oracle_probe_reports_both_windows(tmp_path, point_images_data
     # Every expert episode of eval fd is scored at the horizon; a block that never moves is beside it.
     assert report["fd_expert"]["windows"] == 2
     assert report["fd_expert"]["rollout_copy_mm"] > 0
+
+
+@pytest.mark.slow
+def test_the_block_sensitivity_probe_replays_an_unmoved_start_exactly(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "sensitivity.json"
+    script = Path(__file__).parents[1] / "benchmarks" / "probe_block_sensitivity.py"
+    args = ["--embodiment", "arm2", "--episodes", "2", "--repeats", "1", "--horizon", "8", "--json", str(out)]
+    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, timeout=600)
+    report = json.loads(out.read_text())
+    assert report["block_mm=0"]["mean_mm"] < 1e-6  # MuJoCo is deterministic: the recording, replayed
+    assert report["block_moved_mm"] > 0
+    assert all(report[key]["mean_mm"] >= 0 for key in report if "=" in key)
