@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 from cosmos_robot.atomic import write_file_atomic  # noqa: E402
 from cosmos_robot.datasets.lerobot_io import load_lerobot  # noqa: E402
 from cosmos_robot.envs import PUSH_BLOCK_IDS  # noqa: E402
+from cosmos_robot.envs.push_block import effector_from_state  # noqa: E402
 from cosmos_robot.eval.block_oracle import (  # noqa: E402
     BlockEpisode,
     evaluate_block_oracle,
@@ -40,10 +41,10 @@ def fd_expert_episodes(embodiment: str, episodes: int, seed: int, horizon: int) 
     """The expert episodes ``eval fd`` records (same env, seeds and horizon), as block episodes."""
     real = record_mujoco(PUSH_BLOCK_IDS[embodiment], 0.0, [seed + i for i in range(episodes)], horizon)
     actions = np.concatenate([real["actions"], np.zeros_like(real["actions"][:, :1])], 1)  # one per state
-    return [
-        BlockEpisode(*arrays)
-        for arrays in zip(real["states"], actions, real["block_pose"], real["effector"], strict=True)
-    ]
+    # The effector by the same kinematics as the training episodes' (MuJoCo's geom positions after a step
+    # are a physics substep old).
+    effector = effector_from_state(embodiment, real["states"])
+    return [BlockEpisode(*arrays) for arrays in zip(real["states"], actions, real["block_pose"], effector, strict=True)]
 
 
 def main() -> None:

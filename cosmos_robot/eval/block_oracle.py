@@ -79,7 +79,10 @@ def read_block_episodes(root: str | os.PathLike) -> list[BlockEpisode]:
     """Agent states, actions and block poses of every episode of a LeRobot dataset (no frames read)."""
     dataset = load_lerobot(root)
     spec = dataset.meta.features.get(ENVIRONMENT_STATE)
-    names = list(spec.get("names") or []) if spec else []
+    names = (spec or {}).get("names") or []
+    if isinstance(names, dict):  # LeRobot's {"axes": [...]} form
+        names = next(iter(names.values()), [])
+    names = list(names)
     if any(n not in names for n in POSE_NAMES):
         raise ValueError(
             f"dataset={str(root)!r}: {ENVIRONMENT_STATE} names {names}; expected the channels {list(POSE_NAMES)} "

@@ -41,6 +41,23 @@ def test_reads_block_poses_of_a_collected_dataset(point_images_dataset):
     assert max(np.linalg.norm(e.poses[-1, :2] - e.poses[0, :2]) for e in episodes) > 0.01
 
 
+def test_block_pose_names_in_lerobots_axes_form_are_read(tmp_path, point_images_dataset):
+    import json
+    import shutil
+
+    root = tmp_path / "axes"
+    shutil.copytree(point_images_dataset, root)
+    info_path = root / "meta" / "info.json"
+    info = json.loads(info_path.read_text())
+    spec = info["features"]["observation.environment_state"]
+    spec["names"] = {"axes": list(spec["names"])}
+    info_path.write_text(json.dumps(info))
+    expected = read_block_episodes(point_images_dataset)
+    episodes = read_block_episodes(root)
+    assert len(episodes) == len(expected)
+    np.testing.assert_array_equal(episodes[0].poses, expected[0].poses)
+
+
 def test_a_dataset_without_block_poses_is_refused_by_name(tmp_path):
     from cosmos_robot.collect import collect
 
