@@ -58,11 +58,16 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--horizon", type=int, default=16)
     parser.add_argument("--seed", type=int, default=FD_SEED)
+    parser.add_argument(
+        "--forward-path", default=None, choices=["full", "prior", "corrected"], help="default: the model's own"
+    )
     parser.add_argument("--json", default=None, help="write the numbers here")
     args = parser.parse_args()
     if args.episodes < 1 or args.horizon < 1:
         parser.error(f"--episodes {args.episodes} --horizon {args.horizon}; expected positive integers")
     model = WorldActionModel.from_pretrained(args.checkpoint)
+    if args.forward_path is not None:
+        model.forward_path = args.forward_path
     seeds = [args.seed + i for i in range(args.episodes)]
     real = record_mujoco(PUSH_BLOCK_IDS[args.embodiment], 0.0, seeds, args.horizon)
     frames, n, h = real["frames"], args.episodes, args.horizon

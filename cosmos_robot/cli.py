@@ -325,6 +325,10 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
     def mm(values: list[float | None], at: int, digits: int = 1) -> str:
         return "-" if values[at - 1] is None else f"{values[at - 1]:.{digits}f}"
 
+    def interval(bounds: list[float] | None) -> str:
+        return "-" if bounds is None else f"{bounds[0]:.1f}-{bounds[1]:.1f}"
+
+    expert = result.per_source["expert"]
     found = "/".join(mm(result.effector_found, at, 2) for at in (1, 8, h))
     visible = "/".join(f"{result.effector_visible[at - 1]:.2f}" for at in (1, 8, h))
     print(
@@ -333,7 +337,8 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
         f"{mm(result.effector_error_mm, h)} mm (shuffled actions h8 {mm(result.effector_error_mm_shuffled, 8)} mm); "
         f"block error {mm(result.block_error_mm, 1)}/{mm(result.block_error_mm, 8)}/{mm(result.block_error_mm, h)} mm "
         f"(a block that never moves: {mm(result.block_error_mm_copy_last, 8)}/"
-        f"{mm(result.block_error_mm_copy_last, h)}); "
+        f"{mm(result.block_error_mm_copy_last, h)}), expert episodes h{h} {mm(expert['block_error_mm'], h)} mm "
+        f"(95 % interval {interval(expert['block_error_mm_ci95'][h - 1])}, n={result.episodes_per_source}); "
         f"agent_pos error h1/h{h} {result.state_error[0]:.4f}/{result.state_error[-1]:.4f} (its units); "
         f"PSNR h1/h8/h{h} {result.psnr[0]:.1f}/{result.psnr[7]:.1f}/{result.psnr[-1]:.1f} dB vs copy-last "
         f"{result.psnr_copy_last[0]:.1f}/{result.psnr_copy_last[7]:.1f}/{result.psnr_copy_last[-1]:.1f}, "

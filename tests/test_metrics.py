@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosmos_robot.metrics import pearson, psnr, rate_with_interval, spearman, ssim, wilson_interval
+from cosmos_robot.metrics import bootstrap_interval, pearson, psnr, rate_with_interval, spearman, ssim, wilson_interval
 
 
 def test_psnr_of_identical_and_known_error():
@@ -53,3 +53,17 @@ def test_a_rate_is_written_with_its_interval_and_count():
     assert rate_with_interval(0.0, 24) == "0.00 (0.00-0.14, n=24)"
     with pytest.raises(ValueError, match="rate=0.33"):
         rate_with_interval(0.33, 20)  # not a share of 20 trials
+
+
+def test_bootstrap_interval_holds_the_mean_and_widens_with_the_spread():
+    rng = np.random.default_rng(0)
+    tight, wide = rng.normal(10.0, 1.0, 32), rng.normal(10.0, 5.0, 32)
+    low, high = bootstrap_interval(tight)
+    assert low < tight.mean() < high
+    wide_low, wide_high = bootstrap_interval(wide)
+    assert wide_high - wide_low > 3 * (high - low)
+    assert bootstrap_interval(wide) == (wide_low, wide_high)  # seeded
+    with pytest.raises(ValueError, match="values is empty"):
+        bootstrap_interval(np.zeros(0))
+    with pytest.raises(ValueError, match="level=1.5"):
+        bootstrap_interval(tight, level=1.5)

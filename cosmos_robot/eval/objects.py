@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cosmos_robot.metrics import bootstrap_interval
 from cosmos_robot.policies.pixel_expert import perceive
 
 OBJECTS = ("effector", "block")
@@ -45,8 +46,9 @@ def object_metrics(real: np.ndarray, imagined: np.ndarray) -> dict[str, list[flo
     Returns:
         per object and horizon: ``{object}_visible`` (share of the E MuJoCo frames that show it),
         ``{object}_found`` (share of those whose imagined frame shows it too), ``{object}_spurious`` (share
-        of the others whose imagined frame shows it anyway) and ``{object}_error_mm`` (mean distance to
-        the detection on the MuJoCo frame where both show it); None where a share or mean has no frames.
+        of the others whose imagined frame shows it anyway), ``{object}_error_mm`` (mean distance to
+        the detection on the MuJoCo frame where both show it) and ``{object}_error_mm_ci95`` (its 95 %
+        bootstrap interval over the episodes); None where a share or mean has no frames.
     """
     real_at, imagined_at = locate(real), locate(imagined)
     metrics: dict[str, list[float | None]] = {}
@@ -58,6 +60,10 @@ def object_metrics(real: np.ndarray, imagined: np.ndarray) -> dict[str, list[flo
         metrics[f"{name}_found"] = _column_means(drawn, visible)
         metrics[f"{name}_spurious"] = _column_means(drawn, ~visible)
         metrics[f"{name}_error_mm"] = _column_means(error, drawn & visible)
+        metrics[f"{name}_error_mm_ci95"] = [
+            list(bootstrap_interval(error[both, h])) if both.any() else None
+            for h, both in enumerate((drawn & visible).T)
+        ]
     return metrics
 
 

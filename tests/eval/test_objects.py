@@ -30,6 +30,7 @@ def test_the_oracle_scores_perfectly(episodes):
     for name in ("effector", "block"):
         assert metrics[f"{name}_found"] == [1.0] * frames.shape[1], name
         assert metrics[f"{name}_error_mm"] == [0.0] * frames.shape[1], name
+        assert metrics[f"{name}_error_mm_ci95"] == [[0.0, 0.0]] * frames.shape[1], name
 
 
 def test_a_model_that_erases_objects_finds_nothing(episodes):
@@ -66,3 +67,16 @@ def test_the_detector_floor_on_real_frames_is_a_few_mm(episodes):
     floor = detector_floor_mm(frames, truth)
     assert 0 < floor["effector"] < 10 and 0 < floor["block"] < 10
     assert locate(frames)["block"].shape == (*frames.shape[:2], 2)
+
+
+def test_the_error_interval_spans_the_episodes_spread(episodes):
+    # One episode shifted 3 pixels, the others exact: the mean is a third of the shift, and the interval
+    # runs from a resample without that episode (0) to one made only of it.
+    frames, _ = episodes
+    imagined = frames.copy()
+    imagined[0] = np.roll(frames[0], 3, axis=-2)
+    metrics = object_metrics(frames, imagined)
+    shift = 3 * 2 * 220 / 64
+    for mean, (low, high) in zip(metrics["block_error_mm"], metrics["block_error_mm_ci95"], strict=True):
+        assert mean == pytest.approx(shift / 3, abs=0.5)
+        assert low == pytest.approx(0.0, abs=1e-9) and shift / 3 < high <= shift + 1.0

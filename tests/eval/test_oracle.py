@@ -123,11 +123,13 @@ def test_an_unregistered_start_is_a_clear_error():
         oracle.inverse_dynamics(np.zeros((2, 64, 64, 3), np.uint8), "point")
 
 
-def test_the_cli_runs_the_fd_harness_on_mujoco_itself(tmp_path):
+def test_the_cli_runs_the_fd_harness_on_mujoco_itself(tmp_path, capsys):
     out = tmp_path / "fd.json"
     assert main(["eval", "fd", "--checkpoint", "mujoco", "--episodes", "2", "--horizon", "8", "--json", str(out)]) == 0
+    assert "expert episodes h8 0.0 mm (95 % interval 0.0-0.0, n=2)" in capsys.readouterr().out
     result = json.loads(out.read_text())
     assert result["effector_found"] == [1.0] * 8 and result["block_error_mm"] == [0.0] * 8
+    assert result["per_source"]["expert"]["block_error_mm_ci95"] == [[0.0, 0.0]] * 8
 
 
 def test_the_oracle_has_no_forward_path_to_choose(tmp_path, capsys):
