@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--finetune-steps", type=int, default=0, help="then steps on rollouts of 8 (the recipe's)")
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--width", type=int, default=32, help="the prior's conv width (the default's: 32)")
+    parser.add_argument("--warp", action="store_true", help="ModelConfig.forward_warp")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--episodes", type=int, default=8, help="eval fd episodes per action source")
     parser.add_argument("--out", required=True, help="checkpoint folder to write")
@@ -48,7 +49,7 @@ def main() -> None:
     parser.add_argument("--json", required=True)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    overrides = {"forward_prior": True, "forward_width": args.width}
+    overrides = {"forward_prior": True, "forward_width": args.width, "forward_warp": args.warp}
     config = ModelConfig.from_dict(preset("small").to_dict() | overrides)
     data = TrainingSet(args.data, config, num_frames=5, seed=args.seed)
     autoencoder = load_autoencoder(args.autoencoder).requires_grad_(False).eval()

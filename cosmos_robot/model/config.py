@@ -36,6 +36,9 @@ class ModelConfig:
             start from (:mod:`cosmos_robot.model.forward_prior`); False for checkpoints made before it.
         forward_width: the forward prior's conv width (its cost per env step grows with its square).
         forward_blocks: the forward prior's FiLM residual blocks.
+        forward_warp: the forward prior also moves each latent cell's content by a displacement it
+            predicts (:class:`cosmos_robot.model.forward_prior.ForwardPrior`); False for checkpoints made
+            before it.
     """
 
     d_model: int = 128
@@ -58,10 +61,12 @@ class ModelConfig:
     forward_prior: bool = False
     forward_width: int = 64
     forward_blocks: int = 4
+    forward_warp: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.forward_prior, bool):
-            raise ValueError(f"forward_prior={self.forward_prior!r}; expected true or false")
+        for name in ("forward_prior", "forward_warp"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected true or false")
         positive = (
             "d_model",
             "num_layers",

@@ -135,6 +135,7 @@ class WorldActionNetwork(nn.Module):
                 config.num_domains,
                 width=config.forward_width,
                 blocks=config.forward_blocks,
+                warp=config.forward_warp,
             )
             if config.forward_prior
             else None

@@ -29,6 +29,7 @@ def test_unknown_keys_are_rejected():
         ({"image_size": 60}, "image_size=60"),
         ({"mlp_ratio": -1.0}, "mlp_ratio=-1.0"),
         ({"action_width": 0}, "action_width=0"),
+        ({"forward_warp": 1}, "forward_warp=1; expected true or false"),
     ],
 )
 def test_bad_values_name_the_field(changes, message):

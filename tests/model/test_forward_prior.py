@@ -41,10 +41,27 @@ def test_rollout_chains_single_steps():
     torch.testing.assert_close(states[:, 1], state + state_change + state_change2)
 
 
-def test_trained_prior_moves_a_blob_where_its_action_says():
+def test_an_untrained_warping_prior_copies_and_its_displacement_moves_content_by_cells():
+    prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=1, width=16, warp=True)
+    grid = blob_grids(torch.tensor([3]))
+    blank = (torch.zeros(1, 3), torch.zeros(1, 2), 0)
+    with torch.no_grad():
+        change, _ = prior(grid, *blank)
+        torch.testing.assert_close(change, torch.zeros_like(change), atol=1e-6, rtol=0)
+        # Half a cell right, one cell down: the blob in row 3, column 3 is shared by columns 3 and 4 of row 4.
+        prior.frame_out.bias[4:] = torch.tensor([0.5, 1.0])
+        change, _ = prior(grid, *blank)
+    moved = (grid + change)[0, 0]
+    expected = torch.zeros(8, 8)
+    expected[4, 3] = expected[4, 4] = 0.5
+    torch.testing.assert_close(moved, expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("warp", [False, True], ids=["convolutions", "warp"])
+def test_trained_prior_moves_a_blob_where_its_action_says(warp):
     # A blob moves one cell left or right with the sign of the action, the state counts the moves.
     torch.manual_seed(0)
-    prior = ForwardPrior(latent_channels=4, state_width=1, action_width=1, num_domains=1, width=32, blocks=2)
+    prior = ForwardPrior(latent_channels=4, state_width=1, action_width=1, num_domains=1, width=32, blocks=2, warp=warp)
     optimizer = torch.optim.Adam(prior.parameters(), lr=3e-3)
     domain = torch.zeros(64, dtype=torch.long)
     for _ in range(150):
