@@ -32,7 +32,7 @@ def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_ste
     default, previous = get_recipe("default"), get_recipe("previous_default")
     assert default.datasets == previous.datasets
     train = default.train
-    assert train["model_overrides"] == {"forward_prior": True, "forward_width": 32, "forward_warp": True}
+    assert train["model_overrides"] == {"forward_prior": True, "forward_width": 32}
     assert train["forward_finetune_steps"] > 0 and train["forward_finetune_rollout"] == 8
     assert train["fast_decoder_steps"] > 0 and train["steps"] < previous.train["steps"]
     assert train["prior_steps"] > train["steps"]  # the action prior trains alone, on its own schedule
