@@ -12,11 +12,11 @@ Why this shape:
   shifts), so "where does the pusher go" is a function of the action at every layer, not a
   feature the loss can ignore;
 - it predicts the change of the grid, not the grid: an untrained net copies the frame;
-- with ``warp`` it also predicts where each cell's content moves (a displacement in cells, sampled
-  bilinearly) and adds its change to the moved grid: a pushed block is carried, not redrawn, so its
-  latent keeps its shape over a rollout; at width 32 the convolutions alone moved a pushed block
-  0.88 / 0.53 of the way in one step (point / arm2) and lost it over 16, with the warp 0.93 / 0.66
-  and a 16-step block error of 14.0 / 38.9 mm instead of 17.0 / 63.2 (docs/results.md);
+- with ``warp`` (off in the shipped default) it also predicts where each cell's content moves (a
+  displacement in cells, sampled bilinearly) and adds its change to the moved grid, so a sub-cell move
+  is one number per cell instead of a pattern the convolutions must paint; at width 32 the
+  convolutions alone moved a pushed block 0.88 / 0.53 of the way in one step (point / arm2), with the
+  warp 0.93 / 0.66, and the 16-step block error fell from 17.0 / 63.2 to 14.0 / 38.9 mm (docs/results.md);
 - coordinate channels tell the convolutions where the walls are;
 - the state change comes from the pooled features, the state and the action, so ``agent_pos`` is
   integrated from the last known state instead of being drawn anew each step;
