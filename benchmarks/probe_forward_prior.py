@@ -42,6 +42,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--width", type=int, default=32, help="the prior's conv width (the default's: 32)")
     parser.add_argument("--warp", action="store_true", help="ModelConfig.forward_warp")
+    parser.add_argument("--block", default="norm_gelu", help="ModelConfig.forward_block (norm_gelu or relu)")
+    parser.add_argument("--bfloat16", action="store_true", help="ModelConfig.forward_bfloat16")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--episodes", type=int, default=8, help="eval fd episodes per action source")
     parser.add_argument("--out", required=True, help="checkpoint folder to write")
@@ -49,7 +51,13 @@ def main() -> None:
     parser.add_argument("--json", required=True)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    overrides = {"forward_prior": True, "forward_width": args.width, "forward_warp": args.warp}
+    overrides = {
+        "forward_prior": True,
+        "forward_width": args.width,
+        "forward_warp": args.warp,
+        "forward_block": args.block,
+        "forward_bfloat16": args.bfloat16,
+    }
     config = ModelConfig.from_dict(preset("small").to_dict() | overrides)
     data = TrainingSet(args.data, config, num_frames=5, seed=args.seed)
     autoencoder = load_autoencoder(args.autoencoder).requires_grad_(False).eval()

@@ -100,18 +100,25 @@ PREVIOUS_DEFAULT_TRAIN: dict[str, Any] = MOT_ONLY_TRAIN | {
 }
 
 # The shipped default, within 60 minutes on 2 cores: the previous default's parts, each trained where it
-# learns most per minute. The width-32 forward prior trains alone on 4-step rollouts, then on 8-step
-# rollouts of itself (2400 steps of that stage took point's pushed-block error below the previous
-# default's); a fast decoder; the action prior alone, 6000 steps of 64 windows (beside 2500 MoT steps it
-# saw too few and arm2's policy fell to 0.50, docs/results.md); 2800 MoT steps. 55.6 minutes measured.
+# learns most per minute. The forward prior (width 64 for the pushes, paid for by a bfloat16 trunk of
+# ReLU blocks; with the warp) trains alone on 4-step rollouts, then 2000 steps on 8-step rollouts of
+# itself (the stage that takes the drift down); a fast decoder; the action prior alone, 6000 steps of 64
+# windows (beside 2500 MoT steps it saw too few and arm2's policy fell to 0.50, docs/results.md); 2800
+# MoT steps. 55.3 minutes measured (docs/results.md, "The 60-minute default").
 DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "steps": 2800,
     "fast_decoder_steps": 1500,
     "forward_steps": 1600,
-    "forward_finetune_steps": 2400,
+    "forward_finetune_steps": 2000,
     "forward_finetune_rollout": 8,
     "prior_steps": 6000,
-    "model_overrides": {"forward_prior": True, "forward_width": 32},
+    "model_overrides": {
+        "forward_prior": True,
+        "forward_width": 64,
+        "forward_block": "relu",
+        "forward_bfloat16": True,
+        "forward_warp": True,
+    },
 }
 
 RECIPES: dict[str, Recipe] = {
@@ -140,9 +147,14 @@ RECIPES: dict[str, Recipe] = {
             "forward_finetune_steps": 3,
             "forward_batch": 8,
             "fast_decoder_steps": 5,
-            # The warp is off in the default (docs/results.md): the smoke run keeps its code path trained,
-            # saved and served.
-            "model_overrides": {"forward_prior": True, "forward_warp": True},
+            # The default's kind of forward prior (warp, ReLU blocks, bfloat16 trunk), so the tests train,
+            # save and serve that path end to end.
+            "model_overrides": {
+                "forward_prior": True,
+                "forward_warp": True,
+                "forward_block": "relu",
+                "forward_bfloat16": True,
+            },
             "val_every": 5,
             "checkpoint_every": 5,
         },

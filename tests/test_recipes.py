@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cosmos_robot.envs.push_block_scene import TASK
 from cosmos_robot.recipes import RECIPES, get_recipe
+from cosmos_robot.world_model import default_checkpoint_path
 
 
 def test_datasets_of_a_recipe_use_disjoint_seeds():
@@ -32,7 +35,13 @@ def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_ste
     default, previous = get_recipe("default"), get_recipe("previous_default")
     assert default.datasets == previous.datasets
     train = default.train
-    assert train["model_overrides"] == {"forward_prior": True, "forward_width": 32}
+    assert train["model_overrides"] == {
+        "forward_prior": True,
+        "forward_width": 64,
+        "forward_block": "relu",
+        "forward_bfloat16": True,
+        "forward_warp": True,
+    }
     assert train["forward_finetune_steps"] > 0 and train["forward_finetune_rollout"] == 8
     assert train["fast_decoder_steps"] > 0 and train["steps"] < previous.train["steps"]
     assert train["prior_steps"] > train["steps"]  # the action prior trains alone, on its own schedule
@@ -42,3 +51,9 @@ def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_ste
 def test_an_unknown_recipe_names_the_known_ones():
     with pytest.raises(ValueError, match="recipe='nope'.*'default'"):
         get_recipe("nope")
+
+
+def test_the_shipped_default_was_trained_with_the_default_recipes_model():
+    shipped = json.loads((default_checkpoint_path() / "config.json").read_text())["model"]
+    for key, value in get_recipe("default").train["model_overrides"].items():
+        assert shipped[key] == value, key

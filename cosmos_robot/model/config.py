@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# The forward prior's residual blocks (ForwardPrior's ``block``).
+FORWARD_BLOCKS = ("norm_gelu", "relu")
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -39,6 +42,13 @@ class ModelConfig:
         forward_warp: the forward prior also moves each latent cell's content by a displacement it
             predicts (:class:`cosmos_robot.model.forward_prior.ForwardPrior`); False for checkpoints made
             before it.
+        forward_block: the forward prior's residual block: ``"norm_gelu"`` (group norm, GELU) or
+            ``"relu"`` (no norm, ReLU: a third of the elementwise work per block, which is most of a
+            wide prior's step once its convolutions run in bfloat16); ``"norm_gelu"`` for checkpoints
+            made before it.
+        forward_bfloat16: the forward prior's convolutions run in bfloat16, in training and in the env
+            (its state and condition paths stay float32); fast on CPUs with AMX or AVX512-BF16 and on
+            GPUs, slow elsewhere. False for checkpoints made before it.
     """
 
     d_model: int = 128
@@ -62,9 +72,13 @@ class ModelConfig:
     forward_width: int = 64
     forward_blocks: int = 4
     forward_warp: bool = False
+    forward_block: str = "norm_gelu"
+    forward_bfloat16: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("forward_prior", "forward_warp"):
+        if self.forward_block not in FORWARD_BLOCKS:
+            raise ValueError(f"forward_block={self.forward_block!r}; expected one of {', '.join(FORWARD_BLOCKS)}")
+        for name in ("forward_prior", "forward_warp", "forward_bfloat16"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected true or false")
         positive = (

@@ -12,11 +12,13 @@ Why this shape:
   shifts), so "where does the pusher go" is a function of the action at every layer, not a
   feature the loss can ignore;
 - it predicts the change of the grid, not the grid: an untrained net copies the frame;
-- with ``warp`` (off in the shipped default) it also predicts where each cell's content moves (a
-  displacement in cells, sampled bilinearly) and adds its change to the moved grid, so a sub-cell move
-  is one number per cell instead of a pattern the convolutions must paint; at width 32 the
-  convolutions alone moved a pushed block 0.88 / 0.53 of the way in one step (point / arm2), with the
-  warp 0.93 / 0.66, and the 16-step block error fell from 17.0 / 63.2 to 14.0 / 38.9 mm (docs/results.md);
+- with ``warp`` it also predicts where each cell's content moves (a displacement in cells, sampled
+  bilinearly) and adds its change to the moved grid, so a sub-cell move is one number per cell instead
+  of a pattern the convolutions must paint (at width 32 the one-step push went from 0.88 / 0.53 of the
+  way to 0.93 / 0.66, point / arm2; docs/results.md);
+- width is what fits a push, and a wide prior is paid for by running its convolutions in bfloat16 and,
+  with ``block="relu"``, dropping the group norm and GELUs whose elementwise passes then dominate the
+  step (:class:`ReLUFiLMBlock`); the shipped default does both at width 64;
 - coordinate channels tell the convolutions where the walls are;
 - the state change comes from the pooled features, the state and the action, so ``agent_pos`` is
   integrated from the last known state instead of being drawn anew each step;
@@ -26,7 +28,9 @@ Why this shape:
 
 from __future__ import annotations
 
+import copy
 import math
+import weakref
 
 import torch
 import torch.nn.functional as F  # noqa: N812
@@ -72,6 +76,38 @@ class FiLMBlock(nn.Module):
         return x + self.conv2(gelu_tanh(h))
 
 
+class ReLUFiLMBlock(nn.Module):
+    """:class:`FiLMBlock` without its group norm and with ReLU: four elementwise passes instead of ~15.
+
+    In bfloat16 on a CPU with AMX a width-64 prior's convolutions take a fifth of the float32 time and
+    the norm and GELUs became two thirds of the step; this block keeps the FiLM conditioning, the
+    residual path and the zero-initialised condition, and drops what costs without being needed by a
+    four-block net trained with Adam.
+    """
+
+    def __init__(self, width: int, condition: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(width, width, 3, padding=1)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1)
+        self.film = nn.Linear(condition, 2 * width)
+        nn.init.zeros_(self.film.weight)
+        nn.init.zeros_(self.film.bias)
+
+    def forward(self, x: torch.Tensor, condition: torch.Tensor) -> torch.Tensor:
+        """x (B, W, h, w), condition (B, condition) -> (B, W, h, w)."""
+        scale, shift = self.film(condition)[..., None, None].to(x.dtype).chunk(2, 1)
+        # In place where autograd allows it: neither the convolution nor addcmul needs its own output.
+        h = torch.relu_(self.conv1(torch.relu(x)))
+        h = torch.relu_(torch.addcmul(shift, h, scale + 1.0))
+        return x + self.conv2(h)
+
+
+# bfloat16 copies of each prior's trunk for the calls made without autograd (the env's steps), remade
+# when a weight changes (an optimiser step or a load bumps its version): autocast would recast every
+# weight on every call, a fifth of a width-64 step at batch 64.
+_BFLOAT16_TRUNKS: weakref.WeakKeyDictionary[nn.Module, tuple[tuple, nn.ModuleList]] = weakref.WeakKeyDictionary()
+
+
 class ForwardPrior(nn.Module):
     """One step of forward dynamics on the autoencoder's latent grid, per embodiment.
 
@@ -85,6 +121,9 @@ class ForwardPrior(nn.Module):
         hidden: width of the condition (action + state features).
         state_frequencies: sinusoidal features per state channel (pairs).
         warp: also move each cell's content by a predicted displacement (see the module docstring).
+        block: ``"norm_gelu"`` (:class:`FiLMBlock`) or ``"relu"`` (:class:`ReLUFiLMBlock`).
+        bfloat16: run the convolutional trunk (stem, blocks, output conv) in bfloat16; the condition,
+            the state path and the sums that carry the grid and the state from step to step stay float32.
     """
 
     def __init__(
@@ -98,10 +137,16 @@ class ForwardPrior(nn.Module):
         hidden: int = 128,
         state_frequencies: int = STATE_FREQUENCIES,
         warp: bool = False,
+        block: str = "norm_gelu",
+        bfloat16: bool = False,
     ) -> None:
         super().__init__()
+        blocks_by_name = {"norm_gelu": FiLMBlock, "relu": ReLUFiLMBlock}
+        if block not in blocks_by_name:
+            raise ValueError(f"block={block!r}; expected one of {', '.join(blocks_by_name)}")
         self.state_width = state_width
         self.warp = warp
+        self.bfloat16 = bfloat16
         self.register_buffer(
             "state_scales", math.pi * 2.0 ** torch.arange(state_frequencies, dtype=torch.float32), persistent=False
         )
@@ -114,7 +159,7 @@ class ForwardPrior(nn.Module):
             nn.Linear(hidden, hidden),
         )
         self.stem = nn.Conv2d(latent_channels + 2, width, 3, padding=1)
-        self.blocks = nn.ModuleList(FiLMBlock(width, hidden) for _ in range(blocks))
+        self.blocks = nn.ModuleList(blocks_by_name[block](width, hidden) for _ in range(blocks))
         # With ``warp``, two more channels: each cell's displacement (x, y) in cells.
         self.frame_out = nn.Conv2d(width, latent_channels + (2 if warp else 0), 3, padding=1)
         nn.init.zeros_(self.frame_out.weight)
@@ -125,6 +170,38 @@ class ForwardPrior(nn.Module):
         )
         self.state_weight = nn.Parameter(torch.zeros(num_domains, hidden, state_width))
         self.state_bias = nn.Parameter(torch.zeros(num_domains, state_width))
+
+    def _trunk(self) -> nn.ModuleList:
+        """The convolutional trunk: stem, blocks, output convolution."""
+        return nn.ModuleList([self.stem, *self.blocks, self.frame_out])
+
+    def _bfloat16_trunk(self) -> nn.ModuleList:
+        trunk = self._trunk()
+        key = tuple((p._version, p.data_ptr(), p.device) for p in trunk.parameters())
+        cached = _BFLOAT16_TRUNKS.get(self)
+        if cached is None or cached[0] != key:
+            with torch.no_grad():
+                cached = _BFLOAT16_TRUNKS[self] = (key, copy.deepcopy(trunk).to(torch.bfloat16))
+        return cached[1]
+
+    def _run_trunk(
+        self, grid: torch.Tensor, coords: torch.Tensor, condition: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the output convolution's channels, the last block's features pooled over the cells), both in
+        ``grid``'s dtype."""
+        x = torch.cat([grid, coords], 1).contiguous(memory_format=torch.channels_last)
+        autocast = self.bfloat16
+        if self.bfloat16 and not torch.is_grad_enabled():
+            trunk, autocast = self._bfloat16_trunk(), False
+            x, condition = x.to(torch.bfloat16), condition.to(torch.bfloat16)
+        else:
+            trunk = self._trunk()
+        with torch.autocast(grid.device.type, dtype=torch.bfloat16, enabled=autocast):
+            x = trunk[0](x)
+            for block in trunk[1:-1]:
+                x = block(x, condition)
+            out = trunk[-1](x).contiguous()
+        return out.to(grid.dtype), x.mean((2, 3)).to(grid.dtype)
 
     def _state_features(self, state: torch.Tensor) -> torch.Tensor:
         angles = (state[:, :, None] * self.state_scales.to(state.dtype)).flatten(1)
@@ -150,12 +227,9 @@ class ForwardPrior(nn.Module):
         rows = torch.linspace(-1.0, 1.0, h, device=grid.device, dtype=grid.dtype)
         cols = torch.linspace(-1.0, 1.0, w, device=grid.device, dtype=grid.dtype)
         coords = torch.stack(torch.meshgrid(rows, cols, indexing="ij"))[None].expand(b, -1, -1, -1)
-        x = self.stem(torch.cat([grid, coords], 1).contiguous(memory_format=torch.channels_last))
-        for block in self.blocks:
-            x = block(x, condition)
-        pooled = torch.cat([x.mean((2, 3)), condition, action, state_features], 1)
+        change, features = self._run_trunk(grid, coords, condition)
+        pooled = torch.cat([features, condition, action, state_features], 1)
         state_change = _by_domain(self.state_mlp(pooled), self.state_weight, domain)
-        change = self.frame_out(x).contiguous()
         if self.warp:
             change, flow = change.split([change.shape[1] - 2, 2], 1)
             # grid_sample reads (x, y) in [-1, 1]: a cell is 2 / (side - 1) there (align_corners).

@@ -136,6 +136,8 @@ class WorldActionNetwork(nn.Module):
                 width=config.forward_width,
                 blocks=config.forward_blocks,
                 warp=config.forward_warp,
+                block=config.forward_block,
+                bfloat16=config.forward_bfloat16,
             )
             if config.forward_prior
             else None

@@ -30,6 +30,8 @@ def test_unknown_keys_are_rejected():
         ({"mlp_ratio": -1.0}, "mlp_ratio=-1.0"),
         ({"action_width": 0}, "action_width=0"),
         ({"forward_warp": 1}, "forward_warp=1; expected true or false"),
+        ({"forward_bfloat16": "yes"}, "forward_bfloat16='yes'; expected true or false"),
+        ({"forward_block": "gelu"}, "forward_block='gelu'; expected one of norm_gelu, relu"),
     ],
 )
 def test_bad_values_name_the_field(changes, message):

@@ -16,8 +16,13 @@ def blob_grids(positions: torch.Tensor, channels: int = 4, side: int = 8) -> tor
     return grids
 
 
-def test_untrained_prior_predicts_no_change():
-    prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2)
+@pytest.mark.parametrize(
+    ("block", "bfloat16"), [("norm_gelu", False), ("relu", False), ("relu", True)], ids=["norm_gelu", "relu", "bf16"]
+)
+def test_untrained_prior_predicts_no_change(block, bfloat16):
+    prior = ForwardPrior(
+        latent_channels=4, state_width=3, action_width=2, num_domains=2, block=block, bfloat16=bfloat16
+    )
     grid, state = torch.randn(5, 4, 8, 8), torch.randn(5, 3)
     change, state_change = prior(grid, state, torch.randn(5, 2), torch.zeros(5, dtype=torch.long))
     assert change.abs().max() == 0 and state_change.abs().max() == 0
@@ -57,11 +62,25 @@ def test_an_untrained_warping_prior_copies_and_its_displacement_moves_content_by
     torch.testing.assert_close(moved, expected, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("warp", [False, True], ids=["convolutions", "warp"])
-def test_trained_prior_moves_a_blob_where_its_action_says(warp):
+@pytest.mark.parametrize(
+    ("warp", "block", "bfloat16"),
+    [(False, "norm_gelu", False), (True, "norm_gelu", False), (True, "relu", True)],
+    ids=["convolutions", "warp", "relu-bf16-warp"],
+)
+def test_trained_prior_moves_a_blob_where_its_action_says(warp, block, bfloat16):
     # A blob moves one cell left or right with the sign of the action, the state counts the moves.
     torch.manual_seed(0)
-    prior = ForwardPrior(latent_channels=4, state_width=1, action_width=1, num_domains=1, width=32, blocks=2, warp=warp)
+    prior = ForwardPrior(
+        latent_channels=4,
+        state_width=1,
+        action_width=1,
+        num_domains=1,
+        width=32,
+        blocks=2,
+        warp=warp,
+        block=block,
+        bfloat16=bfloat16,
+    )
     optimizer = torch.optim.Adam(prior.parameters(), lr=3e-3)
     domain = torch.zeros(64, dtype=torch.long)
     for _ in range(150):
@@ -139,3 +158,52 @@ def test_fast_forward_matches_the_reference_step(domain, grad):
     torch.testing.assert_close(change, expected_change, atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(state_change, expected_state, atol=1e-5, rtol=1e-4)
     assert change.is_contiguous()
+
+
+def test_relu_block_is_film_around_two_convolutions():
+    torch.manual_seed(2)
+    prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=1, width=16, block="relu")
+    block = prior.blocks[0]
+    assert not hasattr(block, "norm")
+    with torch.no_grad():
+        for p in block.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+        x, condition = torch.randn(3, 16, 8, 8), torch.randn(3, 128)
+        scale, shift = block.film(condition)[..., None, None].chunk(2, 1)
+        hidden = F.relu(F.relu(block.conv1(F.relu(x))) * (1.0 + scale) + shift)
+        torch.testing.assert_close(block(x, condition), x + block.conv2(hidden), atol=1e-5, rtol=1e-4)
+
+
+def test_unknown_block_is_rejected():
+    with pytest.raises(ValueError, match="block='resnet'; expected one of norm_gelu, relu"):
+        ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=1, block="resnet")
+
+
+def test_bfloat16_trunk_is_the_same_function_with_and_without_autograd_and_follows_weight_changes():
+    """The env's calls (no autograd) run a cached bfloat16 copy of the trunk; training runs it under
+    autocast. Both must give the same numbers, in float32, close to the float32 prior's, and the copy
+    must be remade when the weights change."""
+    torch.manual_seed(3)
+    prior = ForwardPrior(
+        latent_channels=4, state_width=3, action_width=2, num_domains=1, width=16, block="relu", bfloat16=True
+    )
+    with torch.no_grad():
+        for p in prior.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    grid, state, action = torch.randn(4, 4, 8, 8), torch.randn(4, 3), torch.randn(4, 2)
+    with torch.no_grad():
+        cached, cached_state = prior(grid, state, action, 0)
+    trained, trained_state = prior(grid, state, action, 0)
+    assert cached.dtype == cached_state.dtype == torch.float32
+    torch.testing.assert_close(cached, trained.detach(), atol=0, rtol=0)
+    torch.testing.assert_close(cached_state, trained_state.detach(), atol=0, rtol=0)
+    prior.bfloat16 = False
+    with torch.no_grad():
+        wide, _ = prior(grid, state, action, 0)
+    torch.testing.assert_close(cached, wide, atol=0.05, rtol=0.05)
+    assert not torch.equal(cached, wide)  # bfloat16 did run
+    prior.bfloat16 = True
+    with torch.no_grad():
+        prior.frame_out.bias.add_(1.0)  # every cell's change grows by one
+        moved, _ = prior(grid, state, action, 0)
+    torch.testing.assert_close(moved, cached + 1.0, atol=0.02, rtol=0)
