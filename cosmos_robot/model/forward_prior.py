@@ -28,6 +28,7 @@ Why this shape:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import weakref
@@ -196,7 +197,9 @@ class ForwardPrior(nn.Module):
             x, condition = x.to(torch.bfloat16), condition.to(torch.bfloat16)
         else:
             trunk = self._trunk()
-        with torch.autocast(grid.device.type, dtype=torch.bfloat16, enabled=autocast):
+        # No context at all without it: a caller's own autocast (bf16 on a GPU) still applies as before.
+        context = torch.autocast(grid.device.type, dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+        with context:
             x = trunk[0](x)
             for block in trunk[1:-1]:
                 x = block(x, condition)
