@@ -103,10 +103,13 @@ class ReLUFiLMBlock(_FiLMResidual):
         return x + self.conv2(h)
 
 
+# The residual blocks by ``ModelConfig.forward_block`` name.
+BLOCKS: dict[str, type[_FiLMResidual]] = {"norm_gelu": FiLMBlock, "relu": ReLUFiLMBlock}
+
 # bfloat16 copies of each prior's trunk for the calls made without autograd (the env's steps), remade
 # when a weight changes (an optimiser step or a load bumps its version): autocast would recast every
 # weight on every call, a fifth of a width-64 step at batch 64.
-_BFLOAT16_TRUNKS: weakref.WeakKeyDictionary[nn.Module, tuple[tuple, nn.ModuleList]] = weakref.WeakKeyDictionary()
+_BFLOAT16_TRUNKS: weakref.WeakKeyDictionary[nn.Module, tuple[tuple, list[nn.Module]]] = weakref.WeakKeyDictionary()
 
 
 class ForwardPrior(nn.Module):
@@ -142,9 +145,8 @@ class ForwardPrior(nn.Module):
         bfloat16: bool = False,
     ) -> None:
         super().__init__()
-        blocks_by_name = {"norm_gelu": FiLMBlock, "relu": ReLUFiLMBlock}
-        if block not in blocks_by_name:
-            raise ValueError(f"block={block!r}; expected one of {', '.join(blocks_by_name)}")
+        if block not in BLOCKS:
+            raise ValueError(f"block={block!r}; expected one of {', '.join(BLOCKS)}")
         self.state_width = state_width
         self.warp = warp
         self.bfloat16 = bfloat16
@@ -160,7 +162,7 @@ class ForwardPrior(nn.Module):
             nn.Linear(hidden, hidden),
         )
         self.stem = nn.Conv2d(latent_channels + 2, width, 3, padding=1)
-        self.blocks = nn.ModuleList(blocks_by_name[block](width, hidden) for _ in range(blocks))
+        self.blocks = nn.ModuleList(BLOCKS[block](width, hidden) for _ in range(blocks))
         # With ``warp``, two more channels: each cell's displacement (x, y) in cells.
         self.frame_out = nn.Conv2d(width, latent_channels + (2 if warp else 0), 3, padding=1)
         nn.init.zeros_(self.frame_out.weight)
@@ -172,17 +174,18 @@ class ForwardPrior(nn.Module):
         self.state_weight = nn.Parameter(torch.zeros(num_domains, hidden, state_width))
         self.state_bias = nn.Parameter(torch.zeros(num_domains, state_width))
 
-    def _trunk(self) -> nn.ModuleList:
-        """The convolutional trunk: stem, blocks, output convolution."""
-        return nn.ModuleList([self.stem, *self.blocks, self.frame_out])
+    def _trunk(self) -> list[nn.Module]:
+        """The convolutional trunk: stem, blocks, output convolution (a plain list: it is made every step)."""
+        return [self.stem, *self.blocks, self.frame_out]
 
-    def _bfloat16_trunk(self) -> nn.ModuleList:
+    def _bfloat16_trunk(self) -> list[nn.Module]:
         trunk = self._trunk()
-        key = tuple((p._version, p.data_ptr(), p.device) for p in trunk.parameters())
+        key = tuple((p._version, p.data_ptr(), p.device) for module in trunk for p in module.parameters())
         cached = _BFLOAT16_TRUNKS.get(self)
         if cached is None or cached[0] != key:
             with torch.no_grad():
-                cached = _BFLOAT16_TRUNKS[self] = (key, copy.deepcopy(trunk).to(torch.bfloat16))
+                copies = [module.to(torch.bfloat16) for module in copy.deepcopy(trunk)]
+            cached = _BFLOAT16_TRUNKS[self] = (key, copies)
         return cached[1]
 
     def _run_trunk(

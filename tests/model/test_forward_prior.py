@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss
+from cosmos_robot.model.config import FORWARD_BLOCKS
+from cosmos_robot.model.forward_prior import BLOCKS, ForwardPrior, rollout_loss
 
 
 def blob_grids(positions: torch.Tensor, channels: int = 4, side: int = 8) -> torch.Tensor:
@@ -172,6 +173,10 @@ def test_relu_block_is_film_around_two_convolutions():
         scale, shift = block.film(condition)[..., None, None].chunk(2, 1)
         hidden = F.relu(F.relu(block.conv1(F.relu(x))) * (1.0 + scale) + shift)
         torch.testing.assert_close(block(x, condition), x + block.conv2(hidden), atol=1e-5, rtol=1e-4)
+
+
+def test_the_config_names_every_block_the_prior_has():
+    assert tuple(BLOCKS) == FORWARD_BLOCKS
 
 
 def test_unknown_block_is_rejected():
