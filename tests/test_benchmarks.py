@@ -77,3 +77,17 @@ def test_the_block_sensitivity_probe_replays_an_unmoved_start_exactly(tmp_path):
     assert report["block_mm=0"]["mean_mm"] < 1e-6  # MuJoCo is deterministic: the recording, replayed
     assert report["block_moved_mm"] > 0
     assert all(report[key]["mean_mm"] >= 0 for key in report if "=" in key)
+
+
+def test_the_env_benchmark_pairs_each_ratio_with_its_own_rounds_mujoco():
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_fd_env.py"
+    spec = importlib.util.spec_from_file_location("bench_fd_env", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    # The machine halves its speed in round 2: both rates halve, the round's ratio does not.
+    spread = bench.paired_ratios([6000.0, 3000.0, 6600.0], [1200.0, 600.0, 1000.0])
+    assert spread == {"median": 5.0, "min": 5.0, "max": 6.6}
+    with pytest.raises(ValueError, match="same positive number of rounds"):
+        bench.paired_ratios([1.0], [1.0, 2.0])
