@@ -328,11 +328,16 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
     def interval(bounds: list[float] | None) -> str:
         return "-" if bounds is None else f"{bounds[0]:.1f}-{bounds[1]:.1f}"
 
+    def share(counts: dict[str, int]) -> str:
+        return "-" if not counts["shown"] else f"{counts['found'] / counts['shown']:.2f} of {counts['shown']}"
+
     expert = result.per_source["expert"]
     found = "/".join(mm(result.effector_found, at, 2) for at in (1, 8, h))
+    places = result.effector_found_by_place
     visible = "/".join(f"{result.effector_visible[at - 1]:.2f}" for at in (1, 8, h))
     print(
-        f"{args.embodiment}: effector found h1/h8/h{h} {found} (of the frames where MuJoCo shows it: {visible}), "
+        f"{args.embodiment}: effector found h1/h8/h{h} {found} (of the frames where MuJoCo shows it: {visible}; "
+        f"all horizons, over the goal disc {share(places['over_goal'])}, elsewhere {share(places['elsewhere'])}), "
         f"error {mm(result.effector_error_mm, 1)}/{mm(result.effector_error_mm, 8)}/"
         f"{mm(result.effector_error_mm, h)} mm (shuffled actions h8 {mm(result.effector_error_mm_shuffled, 8)} mm); "
         f"block error {mm(result.block_error_mm, 1)}/{mm(result.block_error_mm, 8)}/{mm(result.block_error_mm, h)} mm "

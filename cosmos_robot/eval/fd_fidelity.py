@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.envs.start_sources import FixedStarts, Start
-from cosmos_robot.eval.objects import OBJECTS, detector_floor_mm, object_metrics
+from cosmos_robot.eval.objects import OBJECTS, detector_floor_mm, effector_found_by_place, object_metrics
 from cosmos_robot.eval.result import EvalResult, example_field
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import AGENT_POS, PIXELS
@@ -90,6 +90,9 @@ class FDResult(EvalResult):
         block_error_mm_copy_last: the block's error in the start frame against each MuJoCo frame (what an
             env whose block never moves scores).
         effector_found_shuffled, effector_error_mm_shuffled: the same with shuffled actions.
+        effector_found_by_place: over all sources and horizons, the frames where MuJoCo shows the effector
+            over the goal disc and elsewhere (``shown``), and how many of each the imagined frame shows it in
+            (``found``): :func:`cosmos_robot.eval.objects.effector_found_by_place`.
         detector_floor_mm: per object, the detector's mean error on the real frames against MuJoCo's
             true positions (what the errors above cannot go below).
         per_source: the same metrics for each action source (expert, noisy, random).
@@ -115,6 +118,7 @@ class FDResult(EvalResult):
     block_error_mm_copy_last: list[float | None]
     effector_found_shuffled: list[float | None]
     effector_error_mm_shuffled: list[float | None]
+    effector_found_by_place: dict[str, dict[str, int]]
     detector_floor_mm: dict[str, float | None]
     per_source: dict[str, dict[str, Any]]
     episodes_per_source: int
@@ -255,6 +259,7 @@ def evaluate_fd(
         metrics["effector_found_shuffled"] = wrong["effector_found"]
         metrics["effector_error_mm_shuffled"] = wrong["effector_error_mm"]
         held = np.repeat(real["frames"][:, :1], horizon, axis=1)
+        metrics["effector_found_by_place"] = effector_found_by_place(real["frames"][:, 1:], pred["frames"][:, 1:])
         metrics["block_error_mm_copy_last"] = object_metrics(real["frames"][:, 1:], held)["block_error_mm"]
         metrics["detector_floor_mm"] = detector_floor_mm(
             real["frames"], {"effector": real["effector"], "block": real["block"]}
@@ -269,6 +274,10 @@ def evaluate_fd(
     source_metrics = list(per_source.values())
     mean |= {key: _pooled_share(source_metrics, key, *of) for key, of in SHARES.items()}
     floors = [m["detector_floor_mm"] for m in per_source.values()]
+    places = [m["effector_found_by_place"] for m in per_source.values()]
+    by_place = {
+        place: {count: sum(p[place][count] for p in places) for count in ("shown", "found")} for place in places[0]
+    }
     return FDResult(
         embodiment=embodiment,
         horizon=list(range(1, horizon + 1)),
@@ -287,6 +296,7 @@ def evaluate_fd(
         block_error_mm_copy_last=mean["block_error_mm_copy_last"],
         effector_found_shuffled=mean["effector_found_shuffled"],
         effector_error_mm_shuffled=mean["effector_error_mm_shuffled"],
+        effector_found_by_place=by_place,
         detector_floor_mm={name: _mean_or_none([f[name] for f in floors]) for name in OBJECTS},
         beats_copy_last_at=[
             h for h, (a, b) in enumerate(zip(mean["psnr"], mean["psnr_copy_last"], strict=True), 1) if a > b

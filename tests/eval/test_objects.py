@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from cosmos_robot.eval.objects import detector_floor_mm, locate, object_metrics
+from cosmos_robot.eval.objects import detector_floor_mm, effector_found_by_place, locate, object_metrics
 from cosmos_robot.policies.scripted import ScriptedExpert
 from cosmos_robot.rollout import run_episode
 
@@ -80,3 +80,30 @@ def test_the_error_interval_spans_the_episodes_spread(episodes):
     for mean, (low, high) in zip(metrics["block_error_mm"], metrics["block_error_mm_ci95"], strict=True):
         assert mean == pytest.approx(shift / 3, abs=0.5)
         assert low == pytest.approx(0.0, abs=1e-9) and shift / 3 < high <= shift + 1.0
+
+
+def test_an_effector_lost_over_the_goal_is_counted_there(episodes):
+    # The real frame gets the effector moved onto the goal disc; the imagined frame paints it goal-green.
+    from cosmos_robot.policies.pixel_expert import _mask
+
+    frames, _ = episodes
+    real = frames[:1, :1].copy()
+    frame = real[0, 0]
+    blue, green = _mask(frame, "blue"), _mask(frame, "green")
+    rows, cols = np.nonzero(blue)
+    goal_rows, goal_cols = np.nonzero(green)
+    shift = (int(round(goal_rows.mean() - rows.mean())), int(round(goal_cols.mean() - cols.mean())))
+    colour, goal_colour = frame[blue][0].copy(), frame[green][0].copy()
+    frame[blue] = frame[~(blue | green | _mask(frame, "red"))][0]
+    frame[np.roll(blue, shift, axis=(0, 1))] = colour
+    imagined = real.copy()
+    imagined[0, 0][_mask(imagined[0, 0], "blue")] = goal_colour
+    counts = effector_found_by_place(real, imagined)
+    assert counts == {"over_goal": {"shown": 1, "found": 0}, "elsewhere": {"shown": 0, "found": 0}}
+    # MuJoCo's own frames: every effector found, wherever it is.
+    oracle = effector_found_by_place(frames, frames)
+    assert (
+        sum(c["found"] for c in oracle.values())
+        == sum(c["shown"] for c in oracle.values())
+        == frames.shape[0] * frames.shape[1]
+    )
