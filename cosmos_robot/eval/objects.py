@@ -18,20 +18,21 @@ from cosmos_robot.metrics import bootstrap_interval
 from cosmos_robot.policies.pixel_expert import perceive
 
 OBJECTS = ("effector", "block")
+# What :func:`locate` reads: the scored objects and the goal disc (where the effector overlaps it).
+LOCATED = (*OBJECTS, "goal")
 # The effector's centre within this of the goal disc's: the two overlap in the frame (table metres).
 OVER_GOAL = GOAL_RADIUS + PUSHER_RADIUS
 
 
-def locate(frames: np.ndarray, goal: bool = False) -> dict[str, np.ndarray]:
-    """Detected (x, y) table positions in metres of each object in frames (..., H, W, 3): (..., 2), NaN where
-    unseen; with ``goal``, the goal disc's too."""
+def locate(frames: np.ndarray) -> dict[str, np.ndarray]:
+    """Detected (x, y) table positions in metres of each of :data:`LOCATED` in frames (..., H, W, 3):
+    (..., 2), NaN where unseen."""
     frames = np.asarray(frames)
     flat = frames.reshape(-1, *frames.shape[-3:])
-    names = (*OBJECTS, "goal") if goal else OBJECTS
-    out = {name: np.full((len(flat), 2), np.nan) for name in names}
+    out = {name: np.full((len(flat), 2), np.nan) for name in LOCATED}
     for i, frame in enumerate(flat):
         seen = perceive(frame)
-        for name in names:
+        for name in LOCATED:
             if seen[name] is not None:
                 out[name][i] = seen[name]
     return {name: positions.reshape(*frames.shape[:-3], 2) for name, positions in out.items()}
@@ -84,7 +85,7 @@ def effector_found_by_place(real: np.ndarray, imagined: np.ndarray) -> dict[str,
         real: (..., height, width, 3) MuJoCo frames.
         imagined: the learned env's frames of the same steps.
     """
-    real_at, imagined_at = locate(real, goal=True), locate(imagined)
+    real_at, imagined_at = locate(real), locate(imagined)
     shown = ~np.isnan(real_at["effector"][..., 0])
     drawn = ~np.isnan(imagined_at["effector"][..., 0])
     # A hidden goal (under the block) reads as NaN: the comparison is then False, "elsewhere".
