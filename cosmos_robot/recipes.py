@@ -1,6 +1,6 @@
 """Named training recipes: the data to collect and the training configuration, in one place.
 
-``cosmos-robot train --recipe default --export <folder>`` reproduces the shipped default model (56
+``cosmos-robot train --recipe default --export <folder>`` reproduces the shipped default model (~58
 minutes on 2 cores): it collects the demonstrations below into ``--data-dir`` (skipping datasets already
 there), trains, writes the checkpoint and its float16 export. Seeds of recipe data stay below 100000;
 evaluation uses seeds from 500000 on.
@@ -102,15 +102,17 @@ PREVIOUS_DEFAULT_TRAIN: dict[str, Any] = MOT_ONLY_TRAIN | {
 # The shipped default, within 60 minutes on 2 cores: the previous default's parts, each trained where it
 # learns most per minute. The forward prior (width 64 for the pushes, paid for by a bfloat16 trunk of
 # ReLU blocks; with the warp) trains alone on 4-step rollouts, then 2000 steps on 8-step rollouts of
-# itself (the stage that takes the drift down); a fast decoder; the action prior alone, 6000 steps of 64
-# windows (beside 2500 MoT steps it saw too few and arm2's policy fell to 0.50, docs/results.md); 2800
-# MoT steps. 55.3 minutes measured (docs/results.md, "The 60-minute default").
+# itself (the stage that takes the drift down); a fast decoder; the decoder fitted to that prior's own
+# 8-step rollouts, 700 steps (without it the pusher vanished where it crossed the goal disc); the action
+# prior alone, 6000 steps of 64 windows (beside 2500 MoT steps it saw too few and arm2's policy fell to
+# 0.50, docs/results.md); 2800 MoT steps. ~58 minutes (docs/results.md, "The 60-minute default").
 DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "steps": 2800,
     "fast_decoder_steps": 1500,
     "forward_steps": 1600,
     "forward_finetune_steps": 2000,
     "forward_finetune_rollout": 8,
+    "rollout_decoder_steps": 700,
     "prior_steps": 6000,
     "model_overrides": {
         "forward_prior": True,
@@ -147,6 +149,7 @@ RECIPES: dict[str, Recipe] = {
             "forward_finetune_steps": 3,
             "forward_batch": 8,
             "fast_decoder_steps": 5,
+            "rollout_decoder_steps": 3,
             # The default's kind of forward prior (warp, ReLU blocks, bfloat16 trunk), so the tests train,
             # save and serve that path end to end.
             "model_overrides": {

@@ -53,6 +53,7 @@ from cosmos_robot.phase_checkpoint import (
     load_phase,
     save_phase,
 )
+from cosmos_robot.rollout_decoder_training import rollout_decode_psnr, train_decoder_on_rollouts
 
 MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
 
@@ -100,6 +101,9 @@ class TrainConfig:
             (docs/model.md, "Forward prior").
         forward_finetune_rollout: actions per training sequence of the second stage.
         forward_finetune_lr: its peak learning rate.
+        rollout_decoder_steps: steps fitting the autoencoder's decoder to the trained forward prior's own
+            rollouts (of the last stage's length), right after it (``rollout_decoder_training``; 0: none).
+            The decoder then draws the effector where it overlaps another object in an imagined frame.
         time_shift: shift of the logit-normal flow-time sampler.
         ae_steps: autoencoder training steps.
         ae_batch: autoencoder batch.
@@ -145,6 +149,7 @@ class TrainConfig:
     forward_finetune_steps: int = 0
     forward_finetune_rollout: int = 2 * ROLLOUT_STEPS
     forward_finetune_lr: float = 1e-3
+    rollout_decoder_steps: int = 0
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -164,7 +169,7 @@ class TrainConfig:
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
         counts = ("prior_batch", "prior_steps", "inverse_batch", "forward_steps", "forward_finetune_steps")
-        for name in (*counts, "fast_decoder_steps"):
+        for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
@@ -175,6 +180,11 @@ class TrainConfig:
         for name in ("forward_lr", "forward_finetune_lr", "prior_lr"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive number")
+        if self.rollout_decoder_steps and not self.forward_steps:
+            raise ValueError(
+                f"rollout_decoder_steps={self.rollout_decoder_steps} but forward_steps=0; expected a forward prior "
+                "to roll out (forward_steps > 0) or rollout_decoder_steps=0"
+            )
         if self.prior_steps and not self.prior_batch:
             raise ValueError(
                 f"prior_steps={self.prior_steps} but prior_batch=0; expected prior_batch > 0 or prior_steps=0"
@@ -420,6 +430,27 @@ class Trainer:
             )
         error = rollout_error(self.network, self.data.transitions("val", steps=ROLLOUT_STEPS))
         self.forward_prior = asdict(error) | {"seconds": time.perf_counter() - started}
+        if config.rollout_decoder_steps:
+            # Killed here, a resumed run redoes only this short step: the prior's last stage is saved.
+            self.forward_prior["decoder_on_rollouts"] = self._fit_decoder_to_rollouts(stages[-1][2])
+
+    def _fit_decoder_to_rollouts(self, rollout: int) -> dict[str, float]:
+        """Fine-tune the decoder on the frozen prior's rollouts; its held-out rollout PSNR before and after."""
+        started = time.perf_counter()
+        held_out = (self.data.transitions("val", steps=rollout), self.data.transition_frames("val"))
+        before = rollout_decode_psnr(self.autoencoder, self.network, *held_out)
+        train_decoder_on_rollouts(
+            self.autoencoder,
+            self.network,
+            self.data.transitions(steps=rollout),
+            self.data.transition_frames(),
+            steps=self.config.rollout_decoder_steps,
+            object_weight=self.config.ae_object_weight,
+            seed=self.config.seed + 7,
+            progress=self.progress and self.rank == 0,
+        )
+        after = rollout_decode_psnr(self.autoencoder, self.network, *held_out)
+        return {"psnr_before": before, "psnr_after": after, "seconds": time.perf_counter() - started}
 
     def _train_action_prior(self, phase: dict[str, Any] | None) -> None:
         """The action prior alone on its demonstration windows, resuming inside its phase."""

@@ -5,7 +5,9 @@
 - optionally a smaller forward prior (``--forward-width`` / ``--forward-blocks``), retrained on the
   frozen latents exactly as ``train`` trains it (``forward_prior_training``), replacing the old one;
   or the checkpoint's own prior trained further (``--forward-finetune``), e.g. on longer rollouts of
-  itself (``--forward-rollout``).
+  itself (``--forward-rollout``);
+- the decoder fitted to the (final) prior's rollouts (``--rollout-decoder-steps``;
+  ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``.
 
 The MoT is kept: at inference it reads the prior's rollout only for the learned reward and success, so
 re-check ``eval rank`` (which reads them) after replacing the prior. This is how the previous default
@@ -43,6 +45,7 @@ from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.recipes import get_recipe, prepare_data
+from cosmos_robot.rollout_decoder_training import rollout_decode_psnr, train_decoder_on_rollouts
 from cosmos_robot.world_model import default_checkpoint_path
 
 
@@ -59,10 +62,17 @@ def main() -> None:
     parser.add_argument("--forward-steps", type=int, default=1600, help="steps of the retrained prior")
     parser.add_argument("--forward-rollout", type=int, default=ROLLOUT_STEPS, help="actions per training rollout")
     parser.add_argument("--forward-lr", type=float, default=2e-3, help="peak learning rate of the prior")
+    parser.add_argument(
+        "--rollout-decoder-steps", type=int, default=0, help="fit the decoder to the prior's rollouts (0: no)"
+    )
+    parser.add_argument(
+        "--rollout-decoder-rollout", type=int, default=8, help="actions per rollout the decoder is fitted on"
+    )
     parser.add_argument("--ae-object-weight", type=float, default=10.0, help="the autoencoder's object weight")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    for name, least in (("fast_decoder_steps", 0), ("forward_steps", 1), ("forward_rollout", 1)):
+    bounds = (("fast_decoder_steps", 0), ("forward_steps", 1), ("forward_rollout", 1), ("rollout_decoder_steps", 0))
+    for name, least in (*bounds, ("rollout_decoder_rollout", 1)):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
     refit_prior = args.forward_width is not None or args.forward_blocks is not None
@@ -122,6 +132,23 @@ def main() -> None:
         refit.forward_prior.requires_grad_(False)
         report["new_prior"] = dataclasses.asdict(rollout_error(refit, val))
         checkpoint.network = refit.eval()
+
+    if args.rollout_decoder_steps:
+        autoencoder, network = checkpoint.autoencoder.requires_grad_(False).eval(), checkpoint.network.eval()
+        rollout = args.rollout_decoder_rollout
+        held_out = (data.transitions("val", steps=rollout), data.transition_frames("val"))
+        report["rollout_decode_psnr_before"] = rollout_decode_psnr(autoencoder, network, *held_out)
+        # The seed ``train`` gives this step (its config seed 0, plus 7).
+        train_decoder_on_rollouts(
+            autoencoder,
+            network,
+            data.transitions(steps=rollout),
+            data.transition_frames(),
+            steps=args.rollout_decoder_steps,
+            object_weight=args.ae_object_weight,
+            seed=7,
+        )
+        report["rollout_decode_psnr_after"] = rollout_decode_psnr(autoencoder, network, *held_out)
     checkpoint.training = None
     save_checkpoint(checkpoint, args.out)
     report["seconds"] = time.perf_counter() - started

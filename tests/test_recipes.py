@@ -43,6 +43,7 @@ def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_ste
         "forward_warp": True,
     }
     assert train["forward_finetune_steps"] > 0 and train["forward_finetune_rollout"] == 8
+    assert train["rollout_decoder_steps"] > 0  # the decoder is fitted to the prior's rollouts
     assert train["fast_decoder_steps"] > 0 and train["steps"] < previous.train["steps"]
     assert train["prior_steps"] > train["steps"]  # the action prior trains alone, on its own schedule
     assert not previous.train.get("prior_steps") and not previous.train.get("fast_decoder_steps")

@@ -72,3 +72,23 @@ def test_bad_refit_arguments_are_refused(tmp_path, bad, message):
     result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
     assert result.returncode != 0 and message in result.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_rollout_decoder_steps_fit_the_decoder_alone(smoke_checkpoint, smoke_data, tmp_path):
+    data_dir = Path(smoke_data[0]).parent
+    out = tmp_path / "fitted"
+    args = ["--checkpoint", str(smoke_checkpoint), "--recipe", "smoke", "--data-dir", str(data_dir), "--out", str(out)]
+    args += ["--fast-decoder-steps", "0", "--rollout-decoder-steps", "3", "--rollout-decoder-rollout", "3"]
+    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    assert {"rollout_decode_psnr_before", "rollout_decode_psnr_after"} <= set(report)
+    before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
+    for name, value in before.network.state_dict().items():
+        torch.testing.assert_close(after.network.state_dict()[name], value, rtol=0, atol=0)
+    old, new = before.autoencoder.state_dict(), after.autoencoder.state_dict()
+    assert any(not torch.equal(old[k], new[k]) for k in old if k.startswith("decoder."))
+    for name in old:
+        if not name.startswith("decoder."):
+            torch.testing.assert_close(new[name], old[name], rtol=0, atol=0)

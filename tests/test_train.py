@@ -227,6 +227,8 @@ def test_learning_rate_warms_up_then_decays():
         ({"forward_batch": 0}, "forward_batch=0"),
         ({"forward_rollout": 0}, "forward_rollout=0"),
         ({"forward_finetune_steps": -1}, "forward_finetune_steps=-1"),
+        ({"rollout_decoder_steps": -2}, "rollout_decoder_steps=-2"),
+        ({"forward_steps": 0, "rollout_decoder_steps": 3}, "rollout_decoder_steps=3 but forward_steps=0"),
         ({"forward_finetune_rollout": 0}, "forward_finetune_rollout=0"),
         ({"forward_lr": 0.0}, "forward_lr=0.0"),
         ({"prior_steps": -1}, "prior_steps=-1"),
@@ -244,6 +246,8 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     assert ckpt.network.forward_prior is not None
     measured = ckpt.training["forward_prior"]
     assert {"latent_mse", "copy_mse", "state_rmse", "seconds"} <= set(measured) and measured["seconds"] > 0
+    fitted = measured["decoder_on_rollouts"]  # the smoke recipe fits the decoder to the prior's rollouts
+    assert {"psnr_before", "psnr_after", "seconds"} <= set(fitted) and fitted["seconds"] > 0
 
 
 def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):

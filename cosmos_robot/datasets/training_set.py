@@ -395,6 +395,17 @@ class TrainingSet:
         self._transitions[(split, steps)] = table
         return table
 
+    def transition_frames(self, split: str = "train") -> torch.Tensor:
+        """The real frame (uint8 (N, H, W, 3)) of each row of :meth:`transitions`' tables, in their order."""
+        return torch.from_numpy(
+            np.concatenate(
+                [
+                    np.asarray(getattr(self.data[name], split).episodes.data[self.data[name].entry.camera])
+                    for name in sorted(self.data)
+                ]
+            )
+        )
+
     def collate(self, picks: list[tuple[str, int]], split: str = "train", context_frames: int = 1) -> Batch:
         """Model inputs of the picked windows, built by the same :class:`Processor` that serves the model."""
         names = [name for name, _ in picks]
