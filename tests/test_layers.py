@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "fast_decoder_training",
         "action_prior_training",
         "forward_prior_training",
+        "rollout_decoder_training",
         "train",
         "rollout",
     ),
