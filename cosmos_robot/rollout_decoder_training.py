@@ -103,8 +103,6 @@ def train_decoder_on_rollouts(
     _check(table, frames_nhwc, frames_per_sequence)
     if network.forward_prior is None:
         raise ValueError("the network has no forward prior (ModelConfig.forward_prior=False); nothing to roll out")
-    network.eval()
-    autoencoder.eval()
 
     def step_loss(rng: torch.Generator) -> torch.Tensor:
         index = torch.randint(len(table), (sequences,), generator=rng)
