@@ -15,10 +15,12 @@ the previous real frame weigh more: the effector moves every step and is a few p
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from cosmos_robot.autoencoder_training import object_weights
-from cosmos_robot.datasets.training_set import TransitionTable
+from cosmos_robot.datasets.training_set import TrainingSet, TransitionTable
 from cosmos_robot.metrics import psnr
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.stems import grid_tokens
@@ -45,27 +47,25 @@ def _pairs(
     autoencoder: FrameAutoencoder,
     network: WorldActionNetwork,
     table: TransitionTable,
-    frames_nhwc: torch.Tensor,
     index: torch.Tensor,
     steps: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(latents the decoder reads, real frames, the real frames one step earlier), all in [-1, 1] or latent
-    units: each sequence's clean first frame, then its rollout at ``steps`` (B, k) (0-based action index)."""
+    """(latents the decoder reads, the table rows of their real frames, the rows one step earlier): each
+    sequence's clean first frame (its own row as the earlier one: nothing moved), then its rollout at
+    ``steps`` (B, k) (0-based action index)."""
     config = network.config
     with torch.no_grad():
         grids, _ = network.forward_sequence(table.take_sequences(index))  # (B, R, C, h, w)
         picked = grids[torch.arange(len(index))[:, None], steps].flatten(0, 1).float()
         first = table.first[index]
-        rows = (first[:, None] + 1 + steps).flatten()
         latents = torch.cat(
             [
                 autoencoder.tokens_to_latents(table.latents[first], config.latent_grid),
                 autoencoder.tokens_to_latents(grid_tokens(picked[:, None], config)[:, 0], config.latent_grid),
             ]
         )
-        real = frames_to_float(torch.cat([frames_nhwc[first], frames_nhwc[rows]]))
-        before = frames_to_float(torch.cat([frames_nhwc[first], frames_nhwc[rows - 1]]))
-    return latents, real, before
+    stepped = (first[:, None] + 1 + steps).flatten()
+    return latents, torch.cat([first, stepped]), torch.cat([first, stepped - 1])
 
 
 def train_decoder_on_rollouts(
@@ -107,7 +107,8 @@ def train_decoder_on_rollouts(
     def step_loss(rng: torch.Generator) -> torch.Tensor:
         index = torch.randint(len(table), (sequences,), generator=rng)
         picked = torch.rand(sequences, table.steps, generator=rng).argsort(1)[:, :frames_per_sequence]
-        latents, real, before = _pairs(autoencoder, network, table, frames_nhwc, index, picked)
+        latents, rows, earlier = _pairs(autoencoder, network, table, index, picked)
+        real, before = frames_to_float(frames_nhwc[rows]), frames_to_float(frames_nhwc[earlier])
         moved = ((real - before).abs().amax(1, keepdim=True) > MOVED_LEVEL).to(real.dtype)
         weight = object_weights(real, object_weight) * (1.0 + motion_weight * moved)
         error = autoencoder.decoder(latents) - real
@@ -137,11 +138,39 @@ def rollout_decode_psnr(
     _check(table, frames_nhwc, table.steps)
     index = torch.randperm(len(table), generator=torch.Generator().manual_seed(seed))[:sequences]
     every = torch.arange(table.steps).expand(len(index), -1)
-    decoded, real = [], []
+    decoded, rows = [], []
     for part in range(0, len(index), 64):
-        latents, frames, _ = _pairs(
-            autoencoder, network, table, frames_nhwc, index[part : part + 64], every[part : part + 64]
-        )
+        latents, part_rows, _ = _pairs(autoencoder, network, table, index[part : part + 64], every[part : part + 64])
         decoded.append(float_to_frames(autoencoder.decode(latents)))
-        real.append(float_to_frames(frames))
-    return psnr(torch.cat(real), torch.cat(decoded))
+        rows.append(part_rows)
+    return psnr(frames_nhwc[torch.cat(rows)], torch.cat(decoded))
+
+
+def fit_decoder_to_rollouts(
+    autoencoder: FrameAutoencoder,
+    network: WorldActionNetwork,
+    data: TrainingSet,
+    rollout: int,
+    steps: int,
+    object_weight: float,
+    seed: int,
+    progress: bool = True,
+) -> dict[str, float]:
+    """:func:`train_decoder_on_rollouts` on ``data``'s train split (sequences of ``rollout`` actions), measured
+    on its held-out split before and after (``psnr_before``, ``psnr_after``, dB) with the ``seconds`` it took:
+    the step ``train`` runs after the forward prior, and ``scripts/refit_fast_parts.py`` on a checkpoint."""
+    started = time.perf_counter()
+    held_out = (data.transitions("val", steps=rollout), data.transition_frames("val"))
+    before = rollout_decode_psnr(autoencoder, network, *held_out)
+    train_decoder_on_rollouts(
+        autoencoder,
+        network,
+        data.transitions(steps=rollout),
+        data.transition_frames(),
+        steps=steps,
+        object_weight=object_weight,
+        seed=seed,
+        progress=progress,
+    )
+    after = rollout_decode_psnr(autoencoder, network, *held_out)
+    return {"psnr_before": before, "psnr_after": after, "seconds": time.perf_counter() - started}

@@ -53,7 +53,7 @@ from cosmos_robot.phase_checkpoint import (
     load_phase,
     save_phase,
 )
-from cosmos_robot.rollout_decoder_training import rollout_decode_psnr, train_decoder_on_rollouts
+from cosmos_robot.rollout_decoder_training import fit_decoder_to_rollouts
 
 MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
 
@@ -432,25 +432,16 @@ class Trainer:
         self.forward_prior = asdict(error) | {"seconds": time.perf_counter() - started}
         if config.rollout_decoder_steps:
             # Killed here, a resumed run redoes only this short step: the prior's last stage is saved.
-            self.forward_prior["decoder_on_rollouts"] = self._fit_decoder_to_rollouts(stages[-1][2])
-
-    def _fit_decoder_to_rollouts(self, rollout: int) -> dict[str, float]:
-        """Fine-tune the decoder on the frozen prior's rollouts; its held-out rollout PSNR before and after."""
-        started = time.perf_counter()
-        held_out = (self.data.transitions("val", steps=rollout), self.data.transition_frames("val"))
-        before = rollout_decode_psnr(self.autoencoder, self.network, *held_out)
-        train_decoder_on_rollouts(
-            self.autoencoder,
-            self.network,
-            self.data.transitions(steps=rollout),
-            self.data.transition_frames(),
-            steps=self.config.rollout_decoder_steps,
-            object_weight=self.config.ae_object_weight,
-            seed=self.config.seed + 7,
-            progress=self.progress and self.rank == 0,
-        )
-        after = rollout_decode_psnr(self.autoencoder, self.network, *held_out)
-        return {"psnr_before": before, "psnr_after": after, "seconds": time.perf_counter() - started}
+            self.forward_prior["decoder_on_rollouts"] = fit_decoder_to_rollouts(
+                self.autoencoder,
+                self.network,
+                self.data,
+                rollout=stages[-1][2],
+                steps=config.rollout_decoder_steps,
+                object_weight=config.ae_object_weight,
+                seed=config.seed + 7,
+                progress=self.progress and self.rank == 0,
+            )
 
     def _train_action_prior(self, phase: dict[str, Any] | None) -> None:
         """The action prior alone on its demonstration windows, resuming inside its phase."""

@@ -45,7 +45,7 @@ from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.recipes import get_recipe, prepare_data
-from cosmos_robot.rollout_decoder_training import rollout_decode_psnr, train_decoder_on_rollouts
+from cosmos_robot.rollout_decoder_training import fit_decoder_to_rollouts
 from cosmos_robot.world_model import default_checkpoint_path
 
 
@@ -135,20 +135,18 @@ def main() -> None:
 
     if args.rollout_decoder_steps:
         autoencoder, network = checkpoint.autoencoder.requires_grad_(False).eval(), checkpoint.network.eval()
-        rollout = args.rollout_decoder_rollout
-        held_out = (data.transitions("val", steps=rollout), data.transition_frames("val"))
-        report["rollout_decode_psnr_before"] = rollout_decode_psnr(autoencoder, network, *held_out)
         # The seed ``train`` gives this step (its config seed 0, plus 7).
-        train_decoder_on_rollouts(
+        fitted = fit_decoder_to_rollouts(
             autoencoder,
             network,
-            data.transitions(steps=rollout),
-            data.transition_frames(),
+            data,
+            rollout=args.rollout_decoder_rollout,
             steps=args.rollout_decoder_steps,
             object_weight=args.ae_object_weight,
             seed=7,
         )
-        report["rollout_decode_psnr_after"] = rollout_decode_psnr(autoencoder, network, *held_out)
+        report["rollout_decode_psnr_before"] = fitted["psnr_before"]
+        report["rollout_decode_psnr_after"] = fitted["psnr_after"]
     checkpoint.training = None
     save_checkpoint(checkpoint, args.out)
     report["seconds"] = time.perf_counter() - started
