@@ -128,6 +128,8 @@ class ForwardPrior(nn.Module):
         block: ``"norm_gelu"`` (:class:`FiLMBlock`) or ``"relu"`` (:class:`ReLUFiLMBlock`).
         bfloat16: run the convolutional trunk (stem, blocks, output conv) in bfloat16; the condition,
             the state path and the sums that carry the grid and the state from step to step stay float32.
+        extra_inputs: input channels beside the grid and the coordinates, given per step as ``extra``
+            (maps of what the grid does not say, e.g. where an object is; see :meth:`add_inputs`).
     """
 
     def __init__(
@@ -143,6 +145,7 @@ class ForwardPrior(nn.Module):
         warp: bool = False,
         block: str = "norm_gelu",
         bfloat16: bool = False,
+        extra_inputs: int = 0,
     ) -> None:
         super().__init__()
         if block not in BLOCKS:
@@ -161,7 +164,8 @@ class ForwardPrior(nn.Module):
             nn.GELU(approximate="tanh"),
             nn.Linear(hidden, hidden),
         )
-        self.stem = nn.Conv2d(latent_channels + 2, width, 3, padding=1)
+        self.extra_inputs = extra_inputs
+        self.stem = nn.Conv2d(latent_channels + 2 + extra_inputs, width, 3, padding=1)
         self.blocks = nn.ModuleList(BLOCKS[block](width, hidden) for _ in range(blocks))
         # With ``warp``, two more channels: each cell's displacement (x, y) in cells.
         self.frame_out = nn.Conv2d(width, latent_channels + (2 if warp else 0), 3, padding=1)
@@ -173,6 +177,19 @@ class ForwardPrior(nn.Module):
         )
         self.state_weight = nn.Parameter(torch.zeros(num_domains, hidden, state_width))
         self.state_bias = nn.Parameter(torch.zeros(num_domains, state_width))
+
+    def add_inputs(self, count: int) -> None:
+        """Give the stem ``count`` more input channels, zero-weighted: the prior computes what it did until
+        they are trained (how a trained prior is taught to read a new map without starting over)."""
+        if count < 1:
+            raise ValueError(f"count={count!r}; expected a positive number of channels")
+        old = self.stem
+        stem = nn.Conv2d(old.in_channels + count, old.out_channels, 3, padding=1).to(old.weight.device)
+        with torch.no_grad():
+            stem.weight.zero_()
+            stem.weight[:, : old.in_channels] = old.weight
+            stem.bias.copy_(old.bias)
+        self.stem, self.extra_inputs = stem, self.extra_inputs + count
 
     def _trunk(self) -> list[nn.Module]:
         """The convolutional trunk: stem, blocks, output convolution (a plain list: it is made every step)."""
@@ -189,11 +206,11 @@ class ForwardPrior(nn.Module):
         return cached[1]
 
     def _run_trunk(
-        self, grid: torch.Tensor, coords: torch.Tensor, condition: torch.Tensor
+        self, grid: torch.Tensor, maps: torch.Tensor, condition: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the output convolution's channels, the last block's features pooled over the cells), both in
-        ``grid``'s dtype."""
-        x = torch.cat([grid, coords], 1).contiguous(memory_format=torch.channels_last)
+        ``grid``'s dtype; ``maps`` are the coordinate channels and any extra inputs."""
+        x = torch.cat([grid, maps], 1).contiguous(memory_format=torch.channels_last)
         autocast = self.bfloat16
         if self.bfloat16 and not torch.is_grad_enabled():
             trunk, autocast = self._bfloat16_trunk(), False
@@ -214,7 +231,12 @@ class ForwardPrior(nn.Module):
         return torch.cat([state, angles.sin(), angles.cos()], 1)
 
     def forward(
-        self, grid: torch.Tensor, state: torch.Tensor, action: torch.Tensor, domain: torch.Tensor | int
+        self,
+        grid: torch.Tensor,
+        state: torch.Tensor,
+        action: torch.Tensor,
+        domain: torch.Tensor | int,
+        extra: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(grid change (B, C, h, w), state change (B, state_width)) of one control step.
 
@@ -223,8 +245,12 @@ class ForwardPrior(nn.Module):
             state: (B, state_width) normalised state now (padded channels zero).
             action: (B, action_width) normalised action (padded channels zero).
             domain: (B,) embodiment ids, or one id for the whole batch.
+            extra: (B, extra_inputs, h, w) the extra input maps of this step (None when it has none).
         """
         b, _, h, w = grid.shape
+        given = 0 if extra is None else extra.shape[1]
+        if given != self.extra_inputs:
+            raise ValueError(f"extra has {given} channels; expected extra_inputs={self.extra_inputs}")
         state = state.to(grid.dtype)
         action = action.to(grid.dtype)
         state_features = self._state_features(state)
@@ -233,7 +259,8 @@ class ForwardPrior(nn.Module):
         rows = torch.linspace(-1.0, 1.0, h, device=grid.device, dtype=grid.dtype)
         cols = torch.linspace(-1.0, 1.0, w, device=grid.device, dtype=grid.dtype)
         coords = torch.stack(torch.meshgrid(rows, cols, indexing="ij"))[None].expand(b, -1, -1, -1)
-        change, features = self._run_trunk(grid, coords, condition)
+        inputs = coords if extra is None else torch.cat([coords, extra.to(grid.dtype)], 1)
+        change, features = self._run_trunk(grid, inputs, condition)
         pooled = torch.cat([features, condition, action, state_features], 1)
         state_change = _by_domain(self.state_mlp(pooled), self.state_weight, domain)
         if self.warp:
@@ -251,12 +278,14 @@ class ForwardPrior(nn.Module):
         actions: torch.Tensor,
         domain: torch.Tensor | int,
         state_channels: torch.Tensor | None = None,
+        extra: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Grids (B, R, C, h, w) and states (B, R, state_width) after each of ``actions`` (B, R, W);
-        ``state_channels`` (B, state_width) keeps padded state channels at zero along the way."""
+        ``state_channels`` (B, state_width) keeps padded state channels at zero along the way; ``extra``
+        (B, R, extra_inputs, h, w) are each step's extra input maps."""
         grids, states = [], []
         for r in range(actions.shape[1]):
-            grid_change, state_change = self(grid, state, actions[:, r], domain)
+            grid_change, state_change = self(grid, state, actions[:, r], domain, None if extra is None else extra[:, r])
             grid, state = grid + grid_change, state + state_change
             if state_channels is not None:
                 state = state * state_channels.to(state.dtype)

@@ -47,6 +47,33 @@ def test_rollout_chains_single_steps():
     torch.testing.assert_close(states[:, 1], state + state_change + state_change2)
 
 
+def test_added_inputs_leave_a_trained_prior_unchanged_until_trained_and_are_read_every_step():
+    torch.manual_seed(0)
+    prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=1, width=16, warp=True)
+    with torch.no_grad():
+        for p in prior.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    grid, state, actions = torch.randn(2, 4, 8, 8), torch.randn(2, 3), torch.randn(2, 3, 2)
+    before = prior.rollout(grid, state, actions, 0)
+    prior.add_inputs(3)
+    assert prior.extra_inputs == 3
+    maps = torch.randn(2, 3, 3, 8, 8)
+    for got, want in zip(prior.rollout(grid, state, actions, 0, extra=maps), before, strict=True):
+        torch.testing.assert_close(got, want)
+    with torch.no_grad():
+        prior.stem.weight[:, -3:] = torch.randn_like(prior.stem.weight[:, -3:]) * 0.1
+    grids, states = prior.rollout(grid, state, actions, 0, extra=maps)
+    assert (grids - before[0]).abs().max() > 1e-3
+    # Step r reads the maps of step r.
+    change, state_change = prior(grid, state, actions[:, 0], 0, maps[:, 0])
+    torch.testing.assert_close(grids[:, 0], grid + change)
+    torch.testing.assert_close(states[:, 0], state + state_change)
+    with pytest.raises(ValueError, match="extra has 0 channels; expected extra_inputs=3"):
+        prior(grid, state, actions[:, 0], 0)
+    with pytest.raises(ValueError, match="count=0"):
+        prior.add_inputs(0)
+
+
 def test_an_untrained_warping_prior_copies_and_its_displacement_moves_content_by_cells():
     prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=1, width=16, warp=True)
     grid = blob_grids(torch.tensor([3]))

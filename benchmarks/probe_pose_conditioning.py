@@ -1,0 +1,237 @@
+"""Would the pushed block stop drifting if the forward prior knew where the block is?
+
+The shipped prior keeps the block only in the latent grid, and a push drifts there: more training,
+longer rollouts and losses on decoded frames or on the block's position read from the grid did not
+take the drift down (docs/results.md). This probe asks the question underneath: given the block's pose
+as maps beside the grid (a Gaussian round the block's cell with its sub-cell offset and its yaw, now
+and after the step), can the prior draw the block where the pose says, step after step?
+
+It fine-tunes two copies of the checkpoint's prior on the recipe's 8-step rollouts, teacher-forced:
+one given the recorded poses (``ForwardPrior.add_inputs``), a control given the same number of maps
+left at zero (the same training without the information). Then, on held-out 16-step windows whose
+block moves more than ``--moved-mm``, it decodes the rollouts and finds the block with the project's
+colour detector (``policies.pixel_expert.perceive``), against MuJoCo's recorded pose:
+
+- the prior as shipped, and the control;
+- the pose-conditioned prior given the recorded poses (how well it draws a block it is told about);
+- the same prior given poses rolled open loop by the block-dynamics MLP of
+  ``cosmos_robot.eval.block_oracle`` from the window's first pose (what a prior that carried the
+  block's pose and predicted its push could reach);
+- the autoencoder's reconstruction of the real frame (the detector's and decoder's floor).
+
+The poses come from ``observation.environment_state`` (block x, y, yaw first) and the oracle's effector
+from the robot's kinematics: this is a probe of a design, not something the env can run yet.
+
+    .venv/bin/python benchmarks/probe_pose_conditioning.py --data data/point_* data/arm2_* --json out/pose.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import time
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from cosmos_robot.atomic import write_file_atomic  # noqa: E402
+from cosmos_robot.datasets.training_set import TrainingSet  # noqa: E402
+from cosmos_robot.envs.push_block import effector_from_state  # noqa: E402
+from cosmos_robot.envs.push_block_scene import TABLE_HALF  # noqa: E402
+from cosmos_robot.eval.block_oracle import BlockEpisode, fit_block_dynamics  # noqa: E402
+from cosmos_robot.keys import ACTION, OBS_ENV_STATE, OBS_STATE  # noqa: E402
+from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss  # noqa: E402
+from cosmos_robot.model.stems import grid_tokens, latent_grids  # noqa: E402
+from cosmos_robot.part_training import train_part  # noqa: E402
+from cosmos_robot.policies.pixel_expert import perceive  # noqa: E402
+from cosmos_robot.world_model import WorldActionModel  # noqa: E402
+
+# Maps per pose: a Gaussian round the block's cell, times (1, column offset, row offset, cos 4 yaw,
+# sin 4 yaw) -- a square block looks the same every quarter turn.
+MAPS_PER_POSE = 5
+HORIZONS = (1, 8, 16)
+
+
+def pose_maps(poses: torch.Tensor, side: int, sigma: float) -> torch.Tensor:
+    """Block poses (B, 3: x, y metres, yaw) -> maps (B, 5, side, side) on the latent grid of the top-down
+    camera (x right, y up, the table edge to edge)."""
+    col = (poses[:, 0] / TABLE_HALF + 1.0) * side / 2 - 0.5
+    row = (1.0 - poses[:, 1] / TABLE_HALF) * side / 2 - 0.5
+    rows, cols = torch.meshgrid(torch.arange(side).float(), torch.arange(side).float(), indexing="ij")
+    dx, dy = cols[None] - col[:, None, None], rows[None] - row[:, None, None]
+    near = torch.exp(-(dx**2 + dy**2) / (2 * sigma**2))
+    turn = 4.0 * poses[:, 2, None, None]
+    return torch.stack([near, near * dx, near * dy, near * torch.cos(turn), near * torch.sin(turn)], 1)
+
+
+def step_maps(poses: torch.Tensor, side: int, sigma: float) -> torch.Tensor:
+    """Pose sequences (B, R + 1, 3) -> each step's maps (B, R, 10, side, side): the pose now and next."""
+    b, r = poses.shape[0], poses.shape[1] - 1
+    maps = pose_maps(poses.flatten(0, 1), side, sigma).view(b, r + 1, MAPS_PER_POSE, side, side)
+    return torch.cat([maps[:, :-1], maps[:, 1:]], 2)
+
+
+def block_poses(data: TrainingSet, split: str) -> torch.Tensor:
+    """Every frame's block pose (N, 3) of a split, in the order of ``data.transitions(split)``'s rows."""
+    parts = []
+    for name in sorted(data.data):
+        episodes = getattr(data.data[name], split).episodes
+        if OBS_ENV_STATE not in episodes.data:
+            raise ValueError(f"embodiment={name!r} has no {OBS_ENV_STATE}; expected PushBlock datasets")
+        parts.append(np.asarray(episodes.data[OBS_ENV_STATE])[:, :3])
+    return torch.from_numpy(np.concatenate(parts)).float()
+
+
+def block_episodes(data: TrainingSet, name: str, split: str) -> tuple[list[BlockEpisode], np.ndarray]:
+    """One embodiment's episodes of a split as the block oracle's, and each one's first row."""
+    episodes = getattr(data.data[name], split).episodes
+    states, actions, poses = (np.asarray(episodes.data[k]) for k in (OBS_STATE, ACTION, OBS_ENV_STATE))
+    effector = effector_from_state(name, states)
+    ends = episodes.episode_ends
+    starts = np.concatenate([[0], ends[:-1]])
+    return [
+        BlockEpisode(states[a:b], actions[a:b], poses[a:b, :3].astype(np.float64), effector[a:b])
+        for a, b in zip(starts, ends, strict=True)
+    ], starts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", nargs="+", required=True, help="PushBlock LeRobot datasets (the recipe's)")
+    parser.add_argument("--checkpoint", default="default", help="a model folder, or 'default'")
+    parser.add_argument("--steps", type=int, default=800, help="fine-tuning steps of each copy of the prior")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--batch", type=int, default=64, help="8-step sequences per fine-tuning step")
+    parser.add_argument("--sigma", type=float, default=0.6, help="width of the pose maps' Gaussian, in cells")
+    parser.add_argument("--windows", type=int, default=100, help="held-out windows per embodiment")
+    parser.add_argument("--moved-mm", type=float, default=10.0, help="windows whose block moves more than this")
+    parser.add_argument("--oracle-steps", type=int, default=4000, help="fit steps of the block-dynamics MLP")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the fine-tuning, the fit and the windows")
+    parser.add_argument("--json", default=None, help="write the numbers here")
+    args = parser.parse_args()
+    if min(args.steps, args.batch, args.windows, args.oracle_steps) < 1 or not args.sigma > 0:
+        parser.error(
+            f"--steps {args.steps} --batch {args.batch} --windows {args.windows} --oracle-steps "
+            f"{args.oracle_steps} --sigma {args.sigma}; expected positive numbers"
+        )
+    torch.manual_seed(args.seed)
+    model = WorldActionModel.from_pretrained(args.checkpoint)
+    network, config = model.network, model.network.config
+    if network.forward_prior is None:
+        raise SystemExit(f"--checkpoint {args.checkpoint}: the model has no forward prior")
+    data = TrainingSet(args.data, config, num_frames=5, seed=0)
+    data.prepare(model.autoencoder)
+    poses = {split: block_poses(data, split) for split in ("train", "val")}
+    shipped = network.forward_prior.eval()
+    train = data.transitions("train", 8)
+    side = latent_grids(train.latents[:1, None], config).shape[-1]
+
+    def fine_tune(informed: bool) -> ForwardPrior:
+        prior = copy.deepcopy(shipped)
+        prior.add_inputs(2 * MAPS_PER_POSE)
+        prior.train()
+
+        def step_loss(rng: torch.Generator) -> torch.Tensor:
+            index = torch.randint(len(train), (args.batch,), generator=rng)
+            batch = train.take_sequences(index)
+            rows = train.first[index][:, None] + torch.arange(train.steps + 1)
+            maps = step_maps(poses["train"][rows], side, args.sigma) * float(informed)
+            grids = latent_grids(batch.frames, config)
+            actions = batch.actions * batch.action_channels[:, None]
+            state = batch.states[:, 0] * batch.state_channels
+            rolled, states = prior.rollout(grids[:, 0], state, actions, batch.domain, batch.state_channels, maps)
+            return rollout_loss(rolled, states, grids, batch.states, batch.state_channels)
+
+        started = time.perf_counter()
+        label = "pose-conditioned prior" if informed else "control (maps at zero)"
+        train_part(prior, step_loss, args.steps, args.lr, args.seed, label, True, None)
+        print(f"{label}: {args.steps} steps in {time.perf_counter() - started:.0f} s", flush=True)
+        return prior.eval()
+
+    informed, control = fine_tune(True), fine_tune(False)
+
+    horizon = max(HORIZONS)
+    held_out = data.transitions("val", horizon)
+    rows = held_out.first[:, None] + torch.arange(horizon + 1)
+    true_poses = poses["val"][rows]
+    moved = (true_poses[:, -1, :2] - true_poses[:, 0, :2]).norm(dim=-1) * 1000.0 > args.moved_mm
+    rng = torch.Generator().manual_seed(args.seed)
+    picked, first_row = [], 0
+    oracle_poses = true_poses.clone()
+    for name in sorted(data.data):
+        count = int(data.data[name].val.episodes.episode_ends[-1])
+        mine = (moved & (held_out.first >= first_row) & (held_out.first < first_row + count)).nonzero().squeeze(1)
+        mine = mine[torch.randperm(len(mine), generator=rng)[: args.windows]]
+        train_episodes, _ = block_episodes(data, name, "train")
+        dynamics = fit_block_dynamics(train_episodes, steps=args.oracle_steps, seed=args.seed)
+        val_episodes, starts = block_episodes(data, name, "val")
+        for window in mine.tolist():
+            row = int(held_out.first[window]) - first_row
+            episode = val_episodes[int(np.searchsorted(starts, row, side="right")) - 1]
+            t = row - int(starts[np.searchsorted(starts, row, side="right") - 1])
+            pose, before = episode.poses[[t]].copy(), episode.poses[[max(t - 1, 0)]].copy()
+            for k in range(horizon):
+                pose, before = dynamics.step(episode, np.array([t + k]), pose, before), pose
+                oracle_poses[window, k + 1] = torch.from_numpy(pose[0]).float()
+        picked.append(mine)
+        first_row += count
+    picked = torch.cat(picked)
+    if not len(picked):
+        raise SystemExit(f"no held-out window moves the block more than {args.moved_mm} mm in {horizon} steps")
+    rows, true_poses, oracle_poses = rows[picked], true_poses[picked], oracle_poses[picked]
+    batch = held_out.take_sequences(picked)
+    domain = batch.domain
+    names = {data.data[n].embodiment.domain_id: n for n in data.data}
+    start = latent_grids(batch.frames[:, :1], config)[:, 0]
+    state, actions = batch.states[:, 0] * batch.state_channels, batch.actions * batch.action_channels[:, None]
+
+    def rolled(prior: ForwardPrior, maps: torch.Tensor | None) -> torch.Tensor:
+        with torch.no_grad():
+            return prior.rollout(start, state, actions, domain, batch.state_channels, maps)[0]
+
+    runs = {
+        "shipped prior": rolled(shipped, None),
+        "control (same fine-tuning, maps at zero)": rolled(control, torch.zeros(len(picked), horizon, 10, side, side)),
+        "pose-conditioned, recorded poses": rolled(informed, step_maps(true_poses, side, args.sigma)),
+        "pose-conditioned, block-dynamics MLP's poses": rolled(informed, step_maps(oracle_poses, side, args.sigma)),
+        "autoencoder's reconstruction of the real frame": latent_grids(batch.frames[:, 1:], config),
+    }
+    report: dict[str, dict] = {"windows": {names[int(d)]: int((domain == d).sum()) for d in domain.unique()}}
+    pose_error = (oracle_poses[:, -1, :2] - true_poses[:, -1, :2]).norm(dim=-1) * 1000.0
+    report["block-dynamics MLP pose error at h16 (mm)"] = {
+        names[int(d)]: float(pose_error[domain == d].mean()) for d in domain.unique()
+    }
+    for label, grids in runs.items():
+        report[label] = {}
+        for h in HORIZONS:
+            frames = model._decode(grid_tokens(grids[:, h - 1 : h], config), False)[:, 0]
+            errors = []
+            for frame, pose in zip(frames, true_poses[:, h], strict=True):
+                seen = perceive(frame)["block"]
+                errors.append(np.nan if seen is None else float(np.linalg.norm(seen - pose[:2].numpy()) * 1000.0))
+            errors = np.asarray(errors)
+            for d in domain.unique():
+                mine = errors[(domain == d).numpy()]
+                report[label].setdefault(names[int(d)], {})[f"h{h}"] = {
+                    "mean_mm": float(np.nanmean(mine)),
+                    "median_mm": float(np.nanmedian(mine)),
+                    "missing": float(np.isnan(mine).mean()),
+                }
+    print(f"held-out windows moving the block > {args.moved_mm:g} mm in {horizon} steps: {report['windows']}")
+    print(f"block-dynamics MLP pose error at h{horizon} (mm): {report['block-dynamics MLP pose error at h16 (mm)']}")
+    for label in runs:
+        cells = "; ".join(
+            f"{name} " + " / ".join(f"{v['mean_mm']:.1f} ({v['median_mm']:.1f})" for v in by_h.values())
+            for name, by_h in sorted(report[label].items())
+        )
+        print(f"{label}: block error h{' / h'.join(map(str, HORIZONS))} mean (median) mm: {cells}")
+    if args.json:
+        write_file_atomic(args.json, json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
