@@ -91,3 +91,24 @@ def test_the_env_benchmark_pairs_each_ratio_with_its_own_rounds_mujoco():
     assert spread == {"median": 5.0, "min": 5.0, "max": 6.6}
     with pytest.raises(ValueError, match="same positive number of rounds"):
         bench.paired_ratios([1.0], [1.0, 2.0])
+
+
+@pytest.mark.slow
+def test_the_pose_conditioning_probe_scores_every_prior_on_held_out_windows(tmp_path, point_images_dataset):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "pose.json"
+    script = Path(__file__).parents[1] / "benchmarks" / "probe_pose_conditioning.py"
+    args = ["--data", str(point_images_dataset), "--steps", "2", "--windows", "3", "--oracle-steps", "20"]
+    args += ["--moved-mm", "0", "--json", str(out)]
+    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, timeout=900)
+    report = json.loads(out.read_text())
+    assert 1 <= report["windows"]["point"] <= 3
+    floor = report["autoencoder's reconstruction of the real frame"]["point"]
+    shipped = report["shipped prior"]["point"]
+    assert set(floor) == set(shipped) == {"h1", "h8", "h16"}
+    for horizon in ("h1", "h16"):
+        assert 0.0 <= floor[horizon]["mean_mm"] < 30.0  # the detector finds the reconstructed block
+        assert 0.0 <= shipped[horizon]["missing"] <= 1.0
