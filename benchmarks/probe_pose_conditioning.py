@@ -19,6 +19,10 @@ colour detector (``policies.pixel_expert.perceive``), against MuJoCo's recorded 
   block's pose and predicted its push could reach);
 - the autoencoder's reconstruction of the real frame (the detector's and decoder's floor).
 
+The same five rows are then scored on the expert episodes `eval fd` records in MuJoCo (``--fd-episodes``
+from ``--fd-seed``), rolled from the encoded first frame: `eval fd` reads the env's frames (the pixel
+residual over the plain decode used here), so its shipped row is the comparable one, not its number.
+
 The poses come from ``observation.environment_state`` (block x, y, yaw first) and the oracle's effector
 from the robot's kinematics: this is a probe of a design, not something the env can run yet.
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import io
 import json
 import os
 import time
@@ -40,14 +45,18 @@ import torch  # noqa: E402
 
 from cosmos_robot.atomic import write_file_atomic  # noqa: E402
 from cosmos_robot.datasets.training_set import TrainingSet  # noqa: E402
+from cosmos_robot.envs import PUSH_BLOCK_IDS  # noqa: E402
 from cosmos_robot.envs.push_block import effector_from_state  # noqa: E402
 from cosmos_robot.envs.push_block_scene import TABLE_HALF  # noqa: E402
-from cosmos_robot.eval.block_oracle import BlockEpisode, fit_block_dynamics  # noqa: E402
+from cosmos_robot.eval.block_oracle import BlockDynamics, BlockEpisode, fit_block_dynamics  # noqa: E402
+from cosmos_robot.eval.fd_fidelity import record_mujoco  # noqa: E402
 from cosmos_robot.keys import ACTION, OBS_ENV_STATE, OBS_STATE  # noqa: E402
+from cosmos_robot.model.config import ModelConfig  # noqa: E402
 from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss  # noqa: E402
 from cosmos_robot.model.stems import grid_tokens, latent_grids  # noqa: E402
 from cosmos_robot.part_training import train_part  # noqa: E402
 from cosmos_robot.policies.pixel_expert import perceive  # noqa: E402
+from cosmos_robot.seeds import FD_SEED  # noqa: E402
 from cosmos_robot.world_model import WorldActionModel  # noqa: E402
 
 # Maps per pose: a Gaussian round the block's cell, times (1, column offset, row offset, cos 4 yaw,
@@ -99,6 +108,88 @@ def block_episodes(data: TrainingSet, name: str, split: str) -> tuple[list[Block
     ], starts
 
 
+class Priors:
+    """The shipped prior, the control and the pose-conditioned prior, rolled from the same starts."""
+
+    def __init__(
+        self, config: ModelConfig, shipped: ForwardPrior, control: ForwardPrior, informed: ForwardPrior, sigma: float
+    ):
+        self.config, self.shipped, self.control, self.informed, self.sigma = config, shipped, control, informed, sigma
+
+    @torch.no_grad()
+    def runs(
+        self,
+        start_tokens: torch.Tensor,
+        state: torch.Tensor,
+        actions: torch.Tensor,
+        domain: torch.Tensor,
+        action_channels: torch.Tensor,
+        state_channels: torch.Tensor,
+        true_poses: torch.Tensor,
+        oracle_poses: torch.Tensor,
+        real_grids: torch.Tensor,
+    ) -> dict[str, torch.Tensor]:
+        """Each prior's grids (B, R, C, h, w) from the start tokens (B, 1, GG, Cf) through ``actions``
+        (B, R, W), next to the real frames' latents ``real_grids``; poses (B, R + 1, 3)."""
+        grid = latent_grids(start_tokens, self.config)[:, 0]
+        side = grid.shape[-1]
+        state = state * state_channels
+        actions = actions * action_channels[:, None]
+
+        def rolled(prior: ForwardPrior, maps: torch.Tensor | None) -> torch.Tensor:
+            return prior.rollout(grid, state, actions, domain, state_channels, maps)[0]
+
+        zeros = torch.zeros(len(state), actions.shape[1], 2 * MAPS_PER_POSE, side, side)
+        return {
+            "shipped prior": rolled(self.shipped, None),
+            "control (same fine-tuning, maps at zero)": rolled(self.control, zeros),
+            "pose-conditioned, recorded poses": rolled(self.informed, step_maps(true_poses, side, self.sigma)),
+            "pose-conditioned, block-dynamics MLP's poses": rolled(
+                self.informed, step_maps(oracle_poses, side, self.sigma)
+            ),
+            "autoencoder's reconstruction of the real frame": real_grids,
+        }
+
+
+def score_runs(
+    model: WorldActionModel,
+    config: ModelConfig,
+    runs: dict[str, torch.Tensor],
+    true_poses: torch.Tensor,
+    names: list[str],
+) -> dict[str, dict]:
+    """Block error (mm: mean, median, share missing) of each run's decoded frames at :data:`HORIZONS`,
+    by robot, against the recorded poses (B, R + 1, 3); ``names`` is each row's robot."""
+    report: dict[str, dict] = {}
+    for label, grids in runs.items():
+        report[label] = {}
+        for h in HORIZONS:
+            frames = model._decode(grid_tokens(grids[:, h - 1 : h], config), False)[:, 0]
+            errors = []
+            for frame, pose in zip(frames, true_poses[:, h], strict=True):
+                seen = perceive(frame)["block"]
+                errors.append(np.nan if seen is None else float(np.linalg.norm(seen - pose[:2].numpy()) * 1000.0))
+            errors = np.asarray(errors)
+            for name in sorted(set(names)):
+                mine = errors[np.asarray(names) == name]
+                report[label].setdefault(name, {})[f"h{h}"] = {
+                    "mean_mm": float(np.nanmean(mine)),
+                    "median_mm": float(np.nanmedian(mine)),
+                    "missing": float(np.isnan(mine).mean()),
+                }
+    return report
+
+
+def print_runs(report: dict[str, dict]) -> None:
+    """One line per run: mean (median) block error at each horizon, by robot."""
+    for label, by_name in report.items():
+        cells = "; ".join(
+            f"{name} " + " / ".join(f"{v['mean_mm']:.1f} ({v['median_mm']:.1f})" for v in by_h.values())
+            for name, by_h in sorted(by_name.items())
+        )
+        print(f"  {label}: block error h{' / h'.join(map(str, HORIZONS))} mean (median) mm: {cells}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", nargs="+", required=True, help="PushBlock LeRobot datasets (the recipe's)")
@@ -111,12 +202,15 @@ def main() -> None:
     parser.add_argument("--moved-mm", type=float, default=10.0, help="windows whose block moves more than this")
     parser.add_argument("--oracle-steps", type=int, default=4000, help="fit steps of the block-dynamics MLP")
     parser.add_argument("--seed", type=int, default=0, help="seeds the fine-tuning, the fit and the windows")
+    parser.add_argument("--fd-episodes", type=int, default=8, help="expert episodes as `eval fd` records them")
+    parser.add_argument("--fd-seed", type=int, default=FD_SEED, help="their first seed (`eval fd --seed`)")
+    parser.add_argument("--priors", default=None, help="keep the two fine-tuned priors here (reused when present)")
     parser.add_argument("--json", default=None, help="write the numbers here")
     args = parser.parse_args()
-    if min(args.steps, args.batch, args.windows, args.oracle_steps) < 1 or not args.sigma > 0:
+    if min(args.steps, args.batch, args.windows, args.oracle_steps, args.fd_episodes) < 1 or not args.sigma > 0:
         parser.error(
             f"--steps {args.steps} --batch {args.batch} --windows {args.windows} --oracle-steps "
-            f"{args.oracle_steps} --sigma {args.sigma}; expected positive numbers"
+            f"{args.oracle_steps} --fd-episodes {args.fd_episodes} --sigma {args.sigma}; expected positive numbers"
         )
     torch.manual_seed(args.seed)
     model = WorldActionModel.from_pretrained(args.checkpoint)
@@ -152,7 +246,19 @@ def main() -> None:
         print(f"{label}: {args.steps} steps in {time.perf_counter() - started:.0f} s", flush=True)
         return prior.eval()
 
-    informed, control = fine_tune(True), fine_tune(False)
+    if args.priors and os.path.exists(args.priors):
+        saved = torch.load(args.priors)
+        informed, control = copy.deepcopy(shipped), copy.deepcopy(shipped)
+        for prior, key in ((informed, "informed"), (control, "control")):
+            prior.add_inputs(2 * MAPS_PER_POSE)
+            prior.load_state_dict(saved[key])
+        print(f"fine-tuned priors read from {args.priors}")
+    else:
+        informed, control = fine_tune(True), fine_tune(False)
+        if args.priors:
+            buffer = io.BytesIO()
+            torch.save({"informed": informed.state_dict(), "control": control.state_dict()}, buffer)
+            write_file_atomic(args.priors, buffer.getvalue())
 
     horizon = max(HORIZONS)
     held_out = data.transitions("val", horizon)
@@ -162,12 +268,13 @@ def main() -> None:
     rng = torch.Generator().manual_seed(args.seed)
     picked, first_row = [], 0
     oracle_poses = true_poses.clone()
+    dynamics_of: dict[str, BlockDynamics] = {}
     for name in sorted(data.data):
         count = int(data.data[name].val.episodes.episode_ends[-1])
         mine = (moved & (held_out.first >= first_row) & (held_out.first < first_row + count)).nonzero().squeeze(1)
         mine = mine[torch.randperm(len(mine), generator=rng)[: args.windows]]
         train_episodes, _ = block_episodes(data, name, "train")
-        dynamics = fit_block_dynamics(train_episodes, steps=args.oracle_steps, seed=args.seed)
+        dynamics = dynamics_of[name] = fit_block_dynamics(train_episodes, steps=args.oracle_steps, seed=args.seed)
         val_episodes, starts = block_episodes(data, name, "val")
         for window in mine.tolist():
             row = int(held_out.first[window]) - first_row
@@ -184,51 +291,70 @@ def main() -> None:
         raise SystemExit(f"no held-out window moves the block more than {args.moved_mm} mm in {horizon} steps")
     rows, true_poses, oracle_poses = rows[picked], true_poses[picked], oracle_poses[picked]
     batch = held_out.take_sequences(picked)
-    domain = batch.domain
     names = {data.data[n].embodiment.domain_id: n for n in data.data}
-    start = latent_grids(batch.frames[:, :1], config)[:, 0]
-    state, actions = batch.states[:, 0] * batch.state_channels, batch.actions * batch.action_channels[:, None]
-
-    def rolled(prior: ForwardPrior, maps: torch.Tensor | None) -> torch.Tensor:
-        with torch.no_grad():
-            return prior.rollout(start, state, actions, domain, batch.state_channels, maps)[0]
-
-    runs = {
-        "shipped prior": rolled(shipped, None),
-        "control (same fine-tuning, maps at zero)": rolled(control, torch.zeros(len(picked), horizon, 10, side, side)),
-        "pose-conditioned, recorded poses": rolled(informed, step_maps(true_poses, side, args.sigma)),
-        "pose-conditioned, block-dynamics MLP's poses": rolled(informed, step_maps(oracle_poses, side, args.sigma)),
-        "autoencoder's reconstruction of the real frame": latent_grids(batch.frames[:, 1:], config),
+    priors = Priors(config, shipped, control, informed, args.sigma)
+    runs = priors.runs(
+        batch.frames[:, :1],
+        batch.states[:, 0],
+        batch.actions,
+        batch.domain,
+        batch.action_channels,
+        batch.state_channels,
+        true_poses,
+        oracle_poses,
+        latent_grids(batch.frames[:, 1:], config),
+    )
+    report: dict[str, dict] = {
+        "windows": {names[int(d)]: int((batch.domain == d).sum()) for d in batch.domain.unique()}
     }
-    report: dict[str, dict] = {"windows": {names[int(d)]: int((domain == d).sum()) for d in domain.unique()}}
     pose_error = (oracle_poses[:, -1, :2] - true_poses[:, -1, :2]).norm(dim=-1) * 1000.0
     report["block-dynamics MLP pose error at h16 (mm)"] = {
-        names[int(d)]: float(pose_error[domain == d].mean()) for d in domain.unique()
+        names[int(d)]: float(pose_error[batch.domain == d].mean()) for d in batch.domain.unique()
     }
-    for label, grids in runs.items():
-        report[label] = {}
-        for h in HORIZONS:
-            frames = model._decode(grid_tokens(grids[:, h - 1 : h], config), False)[:, 0]
-            errors = []
-            for frame, pose in zip(frames, true_poses[:, h], strict=True):
-                seen = perceive(frame)["block"]
-                errors.append(np.nan if seen is None else float(np.linalg.norm(seen - pose[:2].numpy()) * 1000.0))
-            errors = np.asarray(errors)
-            for d in domain.unique():
-                mine = errors[(domain == d).numpy()]
-                report[label].setdefault(names[int(d)], {})[f"h{h}"] = {
-                    "mean_mm": float(np.nanmean(mine)),
-                    "median_mm": float(np.nanmedian(mine)),
-                    "missing": float(np.isnan(mine).mean()),
-                }
+    report["held-out windows"] = score_runs(model, config, runs, true_poses, [names[int(d)] for d in batch.domain])
     print(f"held-out windows moving the block > {args.moved_mm:g} mm in {horizon} steps: {report['windows']}")
     print(f"block-dynamics MLP pose error at h{horizon} (mm): {report['block-dynamics MLP pose error at h16 (mm)']}")
-    for label in runs:
-        cells = "; ".join(
-            f"{name} " + " / ".join(f"{v['mean_mm']:.1f} ({v['median_mm']:.1f})" for v in by_h.values())
-            for name, by_h in sorted(report[label].items())
+    print_runs(report["held-out windows"])
+
+    # The expert episodes `eval fd` scores, recorded in MuJoCo: the start frame encoded, the rest rolled.
+    report["eval fd episodes"] = {}
+    for name in sorted(data.data):
+        if name not in PUSH_BLOCK_IDS:
+            continue
+        embodiment = data.data[name].embodiment
+        seeds = [args.fd_seed + i for i in range(args.fd_episodes)]
+        real = record_mujoco(PUSH_BLOCK_IDS[name], 0.0, seeds, horizon)
+        states = torch.from_numpy(data.processor.states_in(name, real["states"][:, 0]))
+        actions = torch.from_numpy(np.stack([data.processor.actions_in(name, a) for a in real["actions"]]))
+        n = len(seeds)
+        domain = torch.full((n,), embodiment.domain_id)
+        action_channels = (torch.arange(config.action_width) < embodiment.action_dim).expand(n, -1)
+        state_channels = (torch.arange(config.state_width) < embodiment.state_dim).expand(n, -1)
+        true_fd = torch.from_numpy(real["block_pose"]).float()
+        padded = np.concatenate([real["actions"], np.zeros_like(real["actions"][:, :1])], 1)
+        effector = effector_from_state(name, real["states"])
+        oracle_fd = true_fd.clone()
+        for e in range(n):
+            episode = BlockEpisode(real["states"][e], padded[e], real["block_pose"][e].astype(np.float64), effector[e])
+            pose, before = episode.poses[[0]].copy(), episode.poses[[0]].copy()
+            for k in range(horizon):
+                pose, before = dynamics_of[name].step(episode, np.array([k]), pose, before), pose
+                oracle_fd[e, k + 1] = torch.from_numpy(pose[0]).float()
+        tokens = model._encode(real["frames"])
+        runs = priors.runs(
+            tokens[:, :1],
+            states,
+            actions,
+            domain,
+            action_channels,
+            state_channels,
+            true_fd,
+            oracle_fd,
+            latent_grids(tokens[:, 1:], config),
         )
-        print(f"{label}: block error h{' / h'.join(map(str, HORIZONS))} mean (median) mm: {cells}")
+        report["eval fd episodes"] |= score_runs(model, config, runs, true_fd, [name] * n)
+    print(f"expert episodes of `eval fd` ({args.fd_episodes} per robot from seed {args.fd_seed}):")
+    print_runs(report["eval fd episodes"])
     if args.json:
         write_file_atomic(args.json, json.dumps(report, indent=2))
 

@@ -102,13 +102,14 @@ def test_the_pose_conditioning_probe_scores_every_prior_on_held_out_windows(tmp_
     out = tmp_path / "pose.json"
     script = Path(__file__).parents[1] / "benchmarks" / "probe_pose_conditioning.py"
     args = ["--data", str(point_images_dataset), "--steps", "2", "--windows", "3", "--oracle-steps", "20"]
-    args += ["--moved-mm", "0", "--json", str(out)]
+    args += ["--moved-mm", "0", "--fd-episodes", "2", "--json", str(out)]
     subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, timeout=900)
     report = json.loads(out.read_text())
     assert 1 <= report["windows"]["point"] <= 3
-    floor = report["autoencoder's reconstruction of the real frame"]["point"]
-    shipped = report["shipped prior"]["point"]
-    assert set(floor) == set(shipped) == {"h1", "h8", "h16"}
-    for horizon in ("h1", "h16"):
-        assert 0.0 <= floor[horizon]["mean_mm"] < 30.0  # the detector finds the reconstructed block
-        assert 0.0 <= shipped[horizon]["missing"] <= 1.0
+    for where in ("held-out windows", "eval fd episodes"):
+        floor = report[where]["autoencoder's reconstruction of the real frame"]["point"]
+        shipped = report[where]["shipped prior"]["point"]
+        assert set(floor) == set(shipped) == {"h1", "h8", "h16"}
+        for horizon in ("h1", "h16"):
+            assert 0.0 <= floor[horizon]["mean_mm"] < 30.0  # the detector finds the reconstructed block
+            assert 0.0 <= shipped[horizon]["missing"] <= 1.0
