@@ -108,6 +108,23 @@ def block_episodes(data: TrainingSet, name: str, split: str) -> tuple[list[Block
     ], starts
 
 
+def rolled_poses(
+    dynamics: BlockDynamics, name: str, states: np.ndarray, actions: np.ndarray, poses: np.ndarray
+) -> torch.Tensor:
+    """Block poses (E, H + 1, 3) rolled open loop by ``dynamics`` from each episode's first recorded pose,
+    given its states (E, H + 1, S; the effector by ``name``'s kinematics) and actions (E, H, A)."""
+    padded = np.concatenate([actions, np.zeros_like(actions[:, :1])], 1)  # one per state, as the oracle's
+    effector = effector_from_state(name, states)
+    out = torch.from_numpy(np.asarray(poses, np.float32)).clone()
+    for e in range(len(states)):
+        episode = BlockEpisode(states[e], padded[e], np.asarray(poses[e], np.float64), effector[e])
+        pose, before = episode.poses[[0]].copy(), episode.poses[[0]].copy()
+        for k in range(actions.shape[1]):
+            pose, before = dynamics.step(episode, np.array([k]), pose, before), pose
+            out[e, k + 1] = torch.from_numpy(pose[0]).float()
+    return out
+
+
 class Priors:
     """The shipped prior, the control and the pose-conditioned prior, rolled from the same starts."""
 
@@ -331,15 +348,17 @@ def main() -> None:
         action_channels = (torch.arange(config.action_width) < embodiment.action_dim).expand(n, -1)
         state_channels = (torch.arange(config.state_width) < embodiment.state_dim).expand(n, -1)
         true_fd = torch.from_numpy(real["block_pose"]).float()
-        padded = np.concatenate([real["actions"], np.zeros_like(real["actions"][:, :1])], 1)
-        effector = effector_from_state(name, real["states"])
-        oracle_fd = true_fd.clone()
-        for e in range(n):
-            episode = BlockEpisode(real["states"][e], padded[e], real["block_pose"][e].astype(np.float64), effector[e])
-            pose, before = episode.poses[[0]].copy(), episode.poses[[0]].copy()
-            for k in range(horizon):
-                pose, before = dynamics_of[name].step(episode, np.array([k]), pose, before), pose
-                oracle_fd[e, k + 1] = torch.from_numpy(pose[0]).float()
+        # The block-dynamics MLP reads the effector: by kinematics from MuJoCo's states, or from the states
+        # the shipped prior predicts (what a model that carries the pose would have to go on).
+        with torch.no_grad():
+            _, predicted = shipped.rollout(
+                latent_grids(model._encode(real["frames"][:, :1]), config)[:, 0],
+                states * state_channels,
+                actions * action_channels[:, None],
+                domain,
+                state_channels,
+            )
+        own_states = np.concatenate([real["states"][:, :1], data.processor.states_out(name, predicted.numpy())], 1)
         tokens = model._encode(real["frames"])
         runs = priors.runs(
             tokens[:, :1],
@@ -349,10 +368,25 @@ def main() -> None:
             action_channels,
             state_channels,
             true_fd,
-            oracle_fd,
+            rolled_poses(dynamics_of[name], name, real["states"], real["actions"], real["block_pose"]),
             latent_grids(tokens[:, 1:], config),
         )
-        report["eval fd episodes"] |= score_runs(model, config, runs, true_fd, [name] * n)
+        maps = step_maps(
+            rolled_poses(dynamics_of[name], name, own_states, real["actions"], real["block_pose"]),
+            runs["shipped prior"].shape[-1],
+            args.sigma,
+        )
+        with torch.no_grad():
+            runs["pose-conditioned, the MLP's poses from the prior's own states"] = informed.rollout(
+                latent_grids(tokens[:, :1], config)[:, 0],
+                states * state_channels,
+                actions * action_channels[:, None],
+                domain,
+                state_channels,
+                maps,
+            )[0]
+        for label, by_name in score_runs(model, config, runs, true_fd, [name] * n).items():
+            report["eval fd episodes"].setdefault(label, {}).update(by_name)
     print(f"expert episodes of `eval fd` ({args.fd_episodes} per robot from seed {args.fd_seed}):")
     print_runs(report["eval fd episodes"])
     if args.json:

@@ -113,3 +113,5 @@ def test_the_pose_conditioning_probe_scores_every_prior_on_held_out_windows(tmp_
         for horizon in ("h1", "h16"):
             assert 0.0 <= floor[horizon]["mean_mm"] < 30.0  # the detector finds the reconstructed block
             assert 0.0 <= shipped[horizon]["missing"] <= 1.0
+    own = report["eval fd episodes"]["pose-conditioned, the MLP's poses from the prior's own states"]["point"]
+    assert set(own) == {"h1", "h8", "h16"}
