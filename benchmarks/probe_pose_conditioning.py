@@ -42,6 +42,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 from cosmos_robot.atomic import write_file_atomic  # noqa: E402
 from cosmos_robot.datasets.training_set import TrainingSet  # noqa: E402
@@ -123,6 +124,55 @@ def rolled_poses(
             pose, before = dynamics.step(episode, np.array([k]), pose, before), pose
             out[e, k + 1] = torch.from_numpy(pose[0]).float()
     return out
+
+
+class PoseReadout(nn.Module):
+    """The block's pose (x, y metres, yaw) read from a latent grid (B, C, h, w): a soft-argmax over the
+    cells (with a sub-cell offset per cell) for the place, the same weights over per-cell (cos, sin) of
+    4 yaw for the turn -- the readout a model would use to find the block in the first frame."""
+
+    def __init__(self, channels: int, width: int = 64) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(channels + 2, width, 3, padding=1),
+            nn.GELU(),
+            nn.Conv2d(width, width, 3, padding=1),
+            nn.GELU(),
+            nn.Conv2d(width, width, 3, padding=1),
+            nn.GELU(),
+            nn.Conv2d(width, 5, 1),
+        )
+        self.place = nn.Linear(2, 2)
+
+    def forward(self, grid: torch.Tensor) -> torch.Tensor:
+        """(B, 4): x, y in centimetres and cos, sin of 4 yaw."""
+        b, _, h, w = grid.shape
+        rows, cols = torch.linspace(-1, 1, h), torch.linspace(-1, 1, w)
+        coords = torch.stack(torch.meshgrid(rows, cols, indexing="ij"))
+        out = self.net(torch.cat([grid, coords[None].expand(b, -1, -1, -1)], 1)).flatten(2)
+        weights = out[:, 0].softmax(-1)
+        where = coords.flatten(1).flip(0)[None] + 0.3 * out[:, 1:3]
+        place = self.place((where * weights[:, None]).sum(-1)) * TABLE_HALF * 100.0
+        return torch.cat([place, (out[:, 3:] * weights[:, None]).sum(-1)], 1)
+
+    @torch.no_grad()
+    def poses(self, grid: torch.Tensor) -> torch.Tensor:
+        """(B, 3) poses in metres and radians."""
+        out = self(grid)
+        return torch.cat([out[:, :2] / 100.0, torch.atan2(out[:, 3], out[:, 2])[:, None] / 4.0], 1)
+
+
+def fit_pose_readout(grids: torch.Tensor, poses: torch.Tensor, steps: int, seed: int) -> PoseReadout:
+    """Fit :class:`PoseReadout` to latent grids (N, C, h, w) and their recorded poses (N, 3)."""
+    readout = PoseReadout(grids.shape[1])
+    targets = torch.cat([poses[:, :2] * 100.0, torch.cos(4 * poses[:, 2:]), torch.sin(4 * poses[:, 2:])], 1)
+
+    def step_loss(rng: torch.Generator) -> torch.Tensor:
+        index = torch.randint(len(grids), (256,), generator=rng)
+        return nn.functional.smooth_l1_loss(readout(grids[index]), targets[index], beta=0.2)
+
+    train_part(readout, step_loss, steps, 3e-3, seed, "pose readout", True, None)
+    return readout.eval()
 
 
 class Priors:
@@ -221,10 +271,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seeds the fine-tuning, the fit and the windows")
     parser.add_argument("--fd-episodes", type=int, default=8, help="expert episodes as `eval fd` records them")
     parser.add_argument("--fd-seed", type=int, default=FD_SEED, help="their first seed (`eval fd --seed`)")
+    parser.add_argument("--readout-steps", type=int, default=5000, help="fit steps of the pose readout")
     parser.add_argument("--priors", default=None, help="keep the two fine-tuned priors here (reused when present)")
     parser.add_argument("--json", default=None, help="write the numbers here")
     args = parser.parse_args()
-    if min(args.steps, args.batch, args.windows, args.oracle_steps, args.fd_episodes) < 1 or not args.sigma > 0:
+    if (
+        min(args.steps, args.batch, args.windows, args.oracle_steps, args.fd_episodes, args.readout_steps) < 1
+        or not args.sigma > 0
+    ):
         parser.error(
             f"--steps {args.steps} --batch {args.batch} --windows {args.windows} --oracle-steps "
             f"{args.oracle_steps} --fd-episodes {args.fd_episodes} --sigma {args.sigma}; expected positive numbers"
@@ -333,6 +387,20 @@ def main() -> None:
     print(f"block-dynamics MLP pose error at h{horizon} (mm): {report['block-dynamics MLP pose error at h16 (mm)']}")
     print_runs(report["held-out windows"])
 
+    readout = fit_pose_readout(
+        latent_grids(train.latents[:, None], config)[:, 0], poses["train"], args.readout_steps, args.seed
+    )
+    val_grids = latent_grids(data.transitions("val", 1).latents[:, None], config)[:, 0]
+    read = torch.cat([readout.poses(val_grids[i : i + 1024]) for i in range(0, len(val_grids), 1024)])
+    place_mm = (read[:, :2] - poses["val"][:, :2]).norm(dim=-1) * 1000.0
+    turn = (read[:, 2] - poses["val"][:, 2]) * 4.0
+    report["pose readout on held-out frames"] = {
+        "place_mm_mean": float(place_mm.mean()),
+        "place_mm_median": float(place_mm.median()),
+        "yaw_deg_mean": float(torch.atan2(turn.sin(), turn.cos()).abs().mean() / 4.0 * 180.0 / np.pi),
+    }
+    print(f"pose readout on held-out frames: {report['pose readout on held-out frames']}")
+
     # The expert episodes `eval fd` scores, recorded in MuJoCo: the start frame encoded, the rest rolled.
     report["eval fd episodes"] = {}
     for name in sorted(data.data):
@@ -371,20 +439,19 @@ def main() -> None:
             rolled_poses(dynamics_of[name], name, real["states"], real["actions"], real["block_pose"]),
             latent_grids(tokens[:, 1:], config),
         )
-        maps = step_maps(
-            rolled_poses(dynamics_of[name], name, own_states, real["actions"], real["block_pose"]),
-            runs["shipped prior"].shape[-1],
-            args.sigma,
-        )
-        with torch.no_grad():
-            runs["pose-conditioned, the MLP's poses from the prior's own states"] = informed.rollout(
-                latent_grids(tokens[:, :1], config)[:, 0],
-                states * state_channels,
-                actions * action_channels[:, None],
-                domain,
-                state_channels,
-                maps,
-            )[0]
+        start = latent_grids(tokens[:, :1], config)[:, 0]
+        read_start = real["block_pose"].copy()
+        read_start[:, 0] = readout.poses(start).numpy()
+        for label, first in (("", real["block_pose"]), (", the first pose read from the frame", read_start)):
+            maps = step_maps(
+                rolled_poses(dynamics_of[name], name, own_states, real["actions"], first),
+                start.shape[-1],
+                args.sigma,
+            )
+            with torch.no_grad():
+                runs[f"pose-conditioned, the MLP's poses from the prior's own states{label}"] = informed.rollout(
+                    start, states * state_channels, actions * action_channels[:, None], domain, state_channels, maps
+                )[0]
         for label, by_name in score_runs(model, config, runs, true_fd, [name] * n).items():
             report["eval fd episodes"].setdefault(label, {}).update(by_name)
     print(f"expert episodes of `eval fd` ({args.fd_episodes} per robot from seed {args.fd_seed}):")

@@ -102,7 +102,7 @@ def test_the_pose_conditioning_probe_scores_every_prior_on_held_out_windows(tmp_
     out = tmp_path / "pose.json"
     script = Path(__file__).parents[1] / "benchmarks" / "probe_pose_conditioning.py"
     args = ["--data", str(point_images_dataset), "--steps", "2", "--windows", "3", "--oracle-steps", "20"]
-    args += ["--moved-mm", "0", "--fd-episodes", "2", "--json", str(out)]
+    args += ["--moved-mm", "0", "--fd-episodes", "2", "--readout-steps", "20", "--json", str(out)]
     subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, timeout=900)
     report = json.loads(out.read_text())
     assert 1 <= report["windows"]["point"] <= 3
@@ -113,5 +113,7 @@ def test_the_pose_conditioning_probe_scores_every_prior_on_held_out_windows(tmp_
         for horizon in ("h1", "h16"):
             assert 0.0 <= floor[horizon]["mean_mm"] < 30.0  # the detector finds the reconstructed block
             assert 0.0 <= shipped[horizon]["missing"] <= 1.0
-    own = report["eval fd episodes"]["pose-conditioned, the MLP's poses from the prior's own states"]["point"]
-    assert set(own) == {"h1", "h8", "h16"}
+    for label in ("", ", the first pose read from the frame"):
+        own = report["eval fd episodes"][f"pose-conditioned, the MLP's poses from the prior's own states{label}"]
+        assert set(own["point"]) == {"h1", "h8", "h16"}
+    assert report["pose readout on held-out frames"]["place_mm_mean"] > 0.0
