@@ -37,6 +37,7 @@ import io
 import json
 import os
 import time
+from dataclasses import dataclass
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -109,19 +110,27 @@ def block_episodes(data: TrainingSet, name: str, split: str) -> tuple[list[Block
     ], starts
 
 
-def rolled_poses(
-    dynamics: BlockDynamics, name: str, states: np.ndarray, actions: np.ndarray, poses: np.ndarray
-) -> torch.Tensor:
-    """Block poses (E, H + 1, 3) rolled open loop by ``dynamics`` from each episode's first recorded pose,
-    given its states (E, H + 1, S; the effector by ``name``'s kinematics) and actions (E, H, A)."""
-    padded = np.concatenate([actions, np.zeros_like(actions[:, :1])], 1)  # one per state, as the oracle's
+def recorded_episodes(name: str, states: np.ndarray, actions: np.ndarray, poses: np.ndarray) -> list[BlockEpisode]:
+    """Episodes of states (E, H + 1, S), actions (E, H, A) and block poses (E, H + 1, 3) as the block
+    oracle's (one action per state, the effector by ``name``'s kinematics)."""
+    padded = np.concatenate([actions, np.zeros_like(actions[:, :1])], 1)
     effector = effector_from_state(name, states)
-    out = torch.from_numpy(np.asarray(poses, np.float32)).clone()
-    for e in range(len(states)):
-        episode = BlockEpisode(states[e], padded[e], np.asarray(poses[e], np.float64), effector[e])
-        pose, before = episode.poses[[0]].copy(), episode.poses[[0]].copy()
-        for k in range(actions.shape[1]):
-            pose, before = dynamics.step(episode, np.array([k]), pose, before), pose
+    return [
+        BlockEpisode(states[e], padded[e], np.asarray(poses[e], np.float64), effector[e]) for e in range(len(states))
+    ]
+
+
+def rolled_poses(
+    dynamics: BlockDynamics, episodes: list[BlockEpisode], starts: list[int], horizon: int
+) -> torch.Tensor:
+    """Block poses (E, horizon + 1, 3) rolled open loop by ``dynamics`` from each episode's recorded pose at
+    its start step (the pose a step earlier as the block's last motion; none at an episode's first step)."""
+    out = torch.zeros(len(episodes), horizon + 1, 3)
+    for e, (episode, t) in enumerate(zip(episodes, starts, strict=True)):
+        pose, before = episode.poses[[t]].copy(), episode.poses[[max(t - 1, 0)]].copy()
+        out[e, 0] = torch.from_numpy(pose[0]).float()
+        for k in range(horizon):
+            pose, before = dynamics.step(episode, np.array([t + k]), pose, before), pose
             out[e, k + 1] = torch.from_numpy(pose[0]).float()
     return out
 
@@ -175,47 +184,59 @@ def fit_pose_readout(grids: torch.Tensor, poses: torch.Tensor, steps: int, seed:
     return readout.eval()
 
 
-class Priors:
-    """The shipped prior, the control and the pose-conditioned prior, rolled from the same starts."""
+@dataclass
+class Starts:
+    """Where every prior's rollout starts: the first grids (B, C, h, w), the masked normalised state (B, S),
+    the masked normalised actions (B, R, W), the embodiment ids (B,) and the real state channels (B, S)."""
 
-    def __init__(
-        self, config: ModelConfig, shipped: ForwardPrior, control: ForwardPrior, informed: ForwardPrior, sigma: float
-    ):
-        self.config, self.shipped, self.control, self.informed, self.sigma = config, shipped, control, informed, sigma
+    grid: torch.Tensor
+    state: torch.Tensor
+    actions: torch.Tensor
+    domain: torch.Tensor
+    state_channels: torch.Tensor
 
-    @torch.no_grad()
-    def runs(
-        self,
-        start_tokens: torch.Tensor,
+    @classmethod
+    def of(
+        cls,
+        config: ModelConfig,
+        tokens: torch.Tensor,
         state: torch.Tensor,
         actions: torch.Tensor,
         domain: torch.Tensor,
         action_channels: torch.Tensor,
         state_channels: torch.Tensor,
-        true_poses: torch.Tensor,
-        oracle_poses: torch.Tensor,
-        real_grids: torch.Tensor,
-    ) -> dict[str, torch.Tensor]:
-        """Each prior's grids (B, R, C, h, w) from the start tokens (B, 1, GG, Cf) through ``actions``
-        (B, R, W), next to the real frames' latents ``real_grids``; poses (B, R + 1, 3)."""
-        grid = latent_grids(start_tokens, self.config)[:, 0]
-        side = grid.shape[-1]
-        state = state * state_channels
-        actions = actions * action_channels[:, None]
+    ) -> Starts:
+        """From the first frame's tokens (B, 1, GG, Cf), its state and the actions, padded channels zeroed."""
+        grid = latent_grids(tokens, config)[:, 0]
+        return cls(grid, state * state_channels, actions * action_channels[:, None], domain, state_channels)
 
-        def rolled(prior: ForwardPrior, maps: torch.Tensor | None) -> torch.Tensor:
-            return prior.rollout(grid, state, actions, domain, state_channels, maps)[0]
+    @torch.no_grad()
+    def roll(self, prior: ForwardPrior, maps: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``prior``'s grids (B, R, C, h, w) and states (B, R, S) from these starts, reading ``maps``."""
+        return prior.rollout(self.grid, self.state, self.actions, self.domain, self.state_channels, maps)
 
-        zeros = torch.zeros(len(state), actions.shape[1], 2 * MAPS_PER_POSE, side, side)
-        return {
-            "shipped prior": rolled(self.shipped, None),
-            "control (same fine-tuning, maps at zero)": rolled(self.control, zeros),
-            "pose-conditioned, recorded poses": rolled(self.informed, step_maps(true_poses, side, self.sigma)),
-            "pose-conditioned, block-dynamics MLP's poses": rolled(
-                self.informed, step_maps(oracle_poses, side, self.sigma)
-            ),
-            "autoencoder's reconstruction of the real frame": real_grids,
-        }
+
+def prior_runs(
+    starts: Starts,
+    shipped_grids: torch.Tensor,
+    control: ForwardPrior,
+    informed: ForwardPrior,
+    sigma: float,
+    true_poses: torch.Tensor,
+    oracle_poses: torch.Tensor,
+    real_grids: torch.Tensor,
+) -> dict[str, torch.Tensor]:
+    """Each row's grids (B, R, C, h, w): the shipped prior's rollout, the control's, the pose-conditioned
+    prior's told the recorded and the MLP's poses (B, R + 1, 3), and the real frames' latents."""
+    side = starts.grid.shape[-1]
+    zeros = torch.zeros(*starts.actions.shape[:2], 2 * MAPS_PER_POSE, side, side)
+    return {
+        "shipped prior": shipped_grids,
+        "control (same fine-tuning, maps at zero)": starts.roll(control, zeros)[0],
+        "pose-conditioned, recorded poses": starts.roll(informed, step_maps(true_poses, side, sigma))[0],
+        "pose-conditioned, block-dynamics MLP's poses": starts.roll(informed, step_maps(oracle_poses, side, sigma))[0],
+        "autoencoder's reconstruction of the real frame": real_grids,
+    }
 
 
 def score_runs(
@@ -338,39 +359,43 @@ def main() -> None:
     moved = (true_poses[:, -1, :2] - true_poses[:, 0, :2]).norm(dim=-1) * 1000.0 > args.moved_mm
     rng = torch.Generator().manual_seed(args.seed)
     picked, first_row = [], 0
-    oracle_poses = true_poses.clone()
+    oracle_parts: list[torch.Tensor] = []
     dynamics_of: dict[str, BlockDynamics] = {}
     for name in sorted(data.data):
         count = int(data.data[name].val.episodes.episode_ends[-1])
         mine = (moved & (held_out.first >= first_row) & (held_out.first < first_row + count)).nonzero().squeeze(1)
         mine = mine[torch.randperm(len(mine), generator=rng)[: args.windows]]
         train_episodes, _ = block_episodes(data, name, "train")
-        dynamics = dynamics_of[name] = fit_block_dynamics(train_episodes, steps=args.oracle_steps, seed=args.seed)
-        val_episodes, starts = block_episodes(data, name, "val")
-        for window in mine.tolist():
-            row = int(held_out.first[window]) - first_row
-            episode = val_episodes[int(np.searchsorted(starts, row, side="right")) - 1]
-            t = row - int(starts[np.searchsorted(starts, row, side="right") - 1])
-            pose, before = episode.poses[[t]].copy(), episode.poses[[max(t - 1, 0)]].copy()
-            for k in range(horizon):
-                pose, before = dynamics.step(episode, np.array([t + k]), pose, before), pose
-                oracle_poses[window, k + 1] = torch.from_numpy(pose[0]).float()
+        dynamics_of[name] = fit_block_dynamics(train_episodes, steps=args.oracle_steps, seed=args.seed)
+        val_episodes, episode_rows = block_episodes(data, name, "val")
+        window_rows = held_out.first[mine].numpy() - first_row
+        which = np.searchsorted(episode_rows, window_rows, side="right") - 1
+        episodes = [val_episodes[e] for e in which]
+        steps_in = list(window_rows - episode_rows[which])
+        oracle_parts.append(rolled_poses(dynamics_of[name], episodes, steps_in, horizon))
         picked.append(mine)
         first_row += count
     picked = torch.cat(picked)
     if not len(picked):
         raise SystemExit(f"no held-out window moves the block more than {args.moved_mm} mm in {horizon} steps")
-    rows, true_poses, oracle_poses = rows[picked], true_poses[picked], oracle_poses[picked]
+    true_poses, oracle_poses = true_poses[picked], torch.cat(oracle_parts)
     batch = held_out.take_sequences(picked)
     names = {data.data[n].embodiment.domain_id: n for n in data.data}
-    priors = Priors(config, shipped, control, informed, args.sigma)
-    runs = priors.runs(
+    starts = Starts.of(
+        config,
         batch.frames[:, :1],
         batch.states[:, 0],
         batch.actions,
         batch.domain,
         batch.action_channels,
         batch.state_channels,
+    )
+    runs = prior_runs(
+        starts,
+        starts.roll(shipped)[0],
+        control,
+        informed,
+        args.sigma,
         true_poses,
         oracle_poses,
         latent_grids(batch.frames[:, 1:], config),
@@ -416,42 +441,33 @@ def main() -> None:
         action_channels = (torch.arange(config.action_width) < embodiment.action_dim).expand(n, -1)
         state_channels = (torch.arange(config.state_width) < embodiment.state_dim).expand(n, -1)
         true_fd = torch.from_numpy(real["block_pose"]).float()
-        # The block-dynamics MLP reads the effector: by kinematics from MuJoCo's states, or from the states
-        # the shipped prior predicts (what a model that carries the pose would have to go on).
-        with torch.no_grad():
-            _, predicted = shipped.rollout(
-                latent_grids(model._encode(real["frames"][:, :1]), config)[:, 0],
-                states * state_channels,
-                actions * action_channels[:, None],
-                domain,
-                state_channels,
-            )
-        own_states = np.concatenate([real["states"][:, :1], data.processor.states_out(name, predicted.numpy())], 1)
         tokens = model._encode(real["frames"])
-        runs = priors.runs(
-            tokens[:, :1],
-            states,
-            actions,
-            domain,
-            action_channels,
-            state_channels,
+        starts = Starts.of(config, tokens[:, :1], states, actions, domain, action_channels, state_channels)
+        shipped_grids, predicted = starts.roll(shipped)
+        episodes = recorded_episodes(name, real["states"], real["actions"], real["block_pose"])
+        runs = prior_runs(
+            starts,
+            shipped_grids,
+            control,
+            informed,
+            args.sigma,
             true_fd,
-            rolled_poses(dynamics_of[name], name, real["states"], real["actions"], real["block_pose"]),
+            rolled_poses(dynamics_of[name], episodes, [0] * n, horizon),
             latent_grids(tokens[:, 1:], config),
         )
-        start = latent_grids(tokens[:, :1], config)[:, 0]
+        # The block-dynamics MLP reads the effector from the states the shipped prior predicts (what a model
+        # that carries the pose would have to go on), from the recorded first pose or one read from the frame.
+        own_states = np.concatenate([real["states"][:, :1], data.processor.states_out(name, predicted.numpy())], 1)
         read_start = real["block_pose"].copy()
-        read_start[:, 0] = readout.poses(start).numpy()
+        read_start[:, 0] = readout.poses(starts.grid).numpy()
         for label, first in (("", real["block_pose"]), (", the first pose read from the frame", read_start)):
-            maps = step_maps(
-                rolled_poses(dynamics_of[name], name, own_states, real["actions"], first),
-                start.shape[-1],
-                args.sigma,
+            poses_rolled = rolled_poses(
+                dynamics_of[name], recorded_episodes(name, own_states, real["actions"], first), [0] * n, horizon
             )
-            with torch.no_grad():
-                runs[f"pose-conditioned, the MLP's poses from the prior's own states{label}"] = informed.rollout(
-                    start, states * state_channels, actions * action_channels[:, None], domain, state_channels, maps
-                )[0]
+            maps = step_maps(poses_rolled, starts.grid.shape[-1], args.sigma)
+            runs[f"pose-conditioned, the MLP's poses from the prior's own states{label}"] = starts.roll(informed, maps)[
+                0
+            ]
         for label, by_name in score_runs(model, config, runs, true_fd, [name] * n).items():
             report["eval fd episodes"].setdefault(label, {}).update(by_name)
     print(f"expert episodes of `eval fd` ({args.fd_episodes} per robot from seed {args.fd_seed}):")

@@ -184,7 +184,7 @@ class ForwardPrior(nn.Module):
         if count < 1:
             raise ValueError(f"count={count!r}; expected a positive number of channels")
         old = self.stem
-        stem = nn.Conv2d(old.in_channels + count, old.out_channels, 3, padding=1).to(old.weight.device)
+        stem = nn.Conv2d(old.in_channels + count, old.out_channels, 3, padding=1).to(old.weight)
         with torch.no_grad():
             stem.weight.zero_()
             stem.weight[:, : old.in_channels] = old.weight
