@@ -18,6 +18,7 @@ from cosmos_robot.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from cosmos_robot.forking import note_use
 from cosmos_robot.interface import ActionChunk, Prediction, WorldModel
 from cosmos_robot.model.batches import GeneratorInputs, ReasonerInputs
+from cosmos_robot.model.object_pose import MEMORY_WIDTH, step_maps
 from cosmos_robot.model.plan import Mode, make_plan
 from cosmos_robot.model.sampler import sample_plan
 from cosmos_robot.model.stems import grid_tokens, latent_grids
@@ -278,7 +279,7 @@ class WorldActionModel:
             seed: seeds the sampling noise.
             pixel_residual: return the last observed frame plus the decoded predicted change (True, the
                 default), or the plain decode of the predicted latents (False).
-            latents: (B, context_frames, G*G, Cf) ``Prediction.latents`` of the call that predicted
+            latents: (B, context_frames, width, Cf) ``Prediction.latents`` of the call that predicted
                 ``frames``, used instead of encoding them; rows that are all NaN are encoded from
                 ``frames`` (episodes of a batch that were just reset). None encodes every row.
             decode: False skips the decoder where nothing needs the frames (``Prediction.frames`` is then
@@ -303,28 +304,36 @@ class WorldActionModel:
         actions = self._vectors(actions, "actions", entry.embodiment.action_dim, b, horizon)
         state = None if states is None else self._vectors(states, "states", entry.embodiment.state_dim, b, None)
         context = frames[:, -self.context_frames :]
-        context_tokens = self._context_tokens(context, latents)
+        carried = self._context_tokens(entry, context, latents)
+        gg = self.config.tokens_per_frame
+        context_tokens = carried[:, :, :gg]  # the drawn grids (the whole of them without an object)
         reference, reference_tokens = np.asarray(context[:, -1]), context_tokens[:, -1]
+
+        def draw(tokens: torch.Tensor) -> np.ndarray:
+            if pixel_residual:
+                return self._decode_against(tokens, reference, reference_tokens, self.fast_decoding)
+            return self._decode(tokens, self.fast_decoding)
+
         # Without the MoT's outputs, the full path is the prior's rollout: one small conv net per step.
         prior_only = self.forward_path == "prior" or (self.forward_path == "full" and not rewards)
-        if prior_only and self.network.forward_prior is not None:
-            tokens, states_norm = self._prior_rollout(entry, context_tokens, state, actions)
-            future = None
-            if decode:
-                future = (
-                    self._decode_against(tokens, reference, reference_tokens, self.fast_decoding)
-                    if pixel_residual
-                    else self._decode(tokens, self.fast_decoding)
-                )
-            # The prior path predicts no reward: zeros when asked for (the ablation), None when not.
-            zeros = np.zeros((b, horizon), np.float32) if rewards else None
-            return Prediction(
-                future,
-                self.processor.states_out(embodiment, states_norm).astype(np.float32),
-                zeros,
-                None if zeros is None else zeros.copy(),
-                torch.cat([context_tokens, tokens], 1)[:, -self.context_frames :].float().cpu().numpy(),
-            )
+        # With an object, frames and states are the prior's (carrying the object) on the full path too:
+        # the MoT's own rollout does not carry it, and only its reward and success are read.
+        objects = self._carries_objects(entry) and self.forward_path == "full"
+        given = None
+        if (prior_only or objects) and self.network.forward_prior is not None:
+            state_norm = np.zeros((b, self.config.state_width), np.float32)
+            if state is not None:
+                state_norm = self.processor.states_in(embodiment, state)
+            drawing = decode or not prior_only
+            tokens, states_norm, rolled = self._prior_rollout(entry, carried, state_norm, actions, drawing)
+            future = draw(tokens) if drawing else None
+            latents_out = torch.cat([carried, rolled], 1)[:, -self.context_frames :].float().cpu().numpy()
+            states_out = self.processor.states_out(embodiment, states_norm).astype(np.float32)
+            if prior_only:
+                # The prior path predicts no reward: zeros when asked for (the ablation), None when not.
+                zeros = np.zeros((b, horizon), np.float32) if rewards else None
+                return Prediction(future, states_out, zeros, None if zeros is None else zeros.copy(), latents_out)
+            given = (tokens, future, states_out)
         rng = torch.Generator().manual_seed(seed)
         context_pixels = np.asarray(context)
         f = self.future_frames
@@ -334,9 +343,7 @@ class WorldActionModel:
             chunk = actions[:, start : start + f]
             n = chunk.shape[1]
             chunk = np.concatenate([chunk, np.repeat(chunk[:, -1:], f - n, 1)], 1) if n < f else chunk
-            tokens = torch.zeros(
-                b, self.num_frames, self.config.tokens_per_frame, context_tokens.shape[-1], device=self.device
-            )
+            tokens = torch.zeros(b, self.num_frames, gg, context_tokens.shape[-1], device=self.device)
             tokens[:, : self.context_frames] = context_tokens
             states_norm = np.zeros((b, self.num_frames, entry.embodiment.state_dim), np.float32)
             if state_now is not None:
@@ -354,16 +361,17 @@ class WorldActionModel:
             plan = make_plan(Mode.FORWARD_DYNAMICS, self.num_frames, self.num_frames - 1, self.context_frames)
             sample = sample_plan(self.network, reasoner, template, plan, steps=steps, rng=rng)
             gen = sample.tokens
-            future_tokens = gen.frames[:, self.context_frames :]
-            future = (
-                self._decode_against(future_tokens, reference, reference_tokens, self.fast_decoding)
-                if pixel_residual
-                else self._decode(future_tokens, self.fast_decoding)
-            )
+            if given is None:
+                future_tokens = gen.frames[:, self.context_frames :]
+                future = draw(future_tokens)
+                future_states = gen.states[:, self.context_frames :].float().cpu().numpy()
+                pred_states = self.processor.states_out(embodiment, future_states)[:, :n]
+            else:
+                future_tokens = given[0][:, start : start + n]
+                future = given[1][:, start : start + n]
+                pred_states = given[2][:, start : start + n]
             out_frames.append(future[:, :n])
             context_pixels = np.concatenate([context_pixels, future], 1)[:, -self.context_frames :]
-            future_states = gen.states[:, self.context_frames :].float().cpu().numpy()
-            pred_states = self.processor.states_out(embodiment, future_states)[:, :n]
             out_states.append(pred_states)
             heads = sample.heads
             read = slice(self.context_frames - 1, self.context_frames - 1 + n)
@@ -377,15 +385,34 @@ class WorldActionModel:
             np.concatenate(out_states, 1).astype(np.float32),
             np.concatenate(out_rewards, 1).astype(np.float32),
             np.concatenate(out_success, 1).astype(np.float32),
-            context_tokens.float().cpu().numpy(),
+            context_tokens.float().cpu().numpy() if given is None else latents_out,
         )
 
-    def _context_tokens(self, context: np.ndarray, latents: np.ndarray | None) -> torch.Tensor:
-        """Latent tokens (B, Tc, GG, Cf) of the context: ``latents`` where given, else encoded ``context``."""
+    def _carries_objects(self, entry: EmbodimentEntry) -> bool:
+        """Whether this embodiment's rollouts carry an object's pose (:mod:`cosmos_robot.model.object_pose`)."""
+        pose = self.network.object_pose
+        return pose is not None and pose.carries(entry.embodiment.domain_id)
+
+    def _latent_width(self, entry: EmbodimentEntry) -> int:
+        """Tokens per frame in ``Prediction.latents``: the drawn grid's; with an object, then the agent-state
+        rollout's grid and one token whose first channels hold the object's memory."""
+        gg = self.config.tokens_per_frame
+        return 2 * gg + 1 if self._carries_objects(entry) else gg
+
+    def _fresh_tokens(self, entry: EmbodimentEntry, context: np.ndarray) -> torch.Tensor:
+        """Latent tokens (B, Tc, width, Cf) of frames ``context`` seen for the first time (see
+        :meth:`_latent_width`); an object's memory is left unread (its flag at 0) until frames are drawn."""
+        tokens = self._encode(context)
+        if not self._carries_objects(entry):
+            return tokens
+        return torch.cat([tokens, tokens, torch.zeros_like(tokens[:, :, :1])], 2)
+
+    def _context_tokens(self, entry: EmbodimentEntry, context: np.ndarray, latents: np.ndarray | None) -> torch.Tensor:
+        """Latent tokens (B, Tc, width, Cf) of the context: ``latents`` where given, else from ``context``."""
         if latents is None:
-            return self._encode(context)
+            return self._fresh_tokens(entry, context)
         b = context.shape[0]
-        shape = (b, self.context_frames, self.config.tokens_per_frame, self.config.frame_token_dim)
+        shape = (b, self.context_frames, self._latent_width(entry), self.config.frame_token_dim)
         latents = np.asarray(latents, np.float32)
         if latents.shape != shape:
             raise ValueError(f"latents has shape {latents.shape}; expected {shape} (Prediction.latents)")
@@ -394,7 +421,7 @@ class WorldActionModel:
             raise ValueError("latents contains NaN or inf outside all-NaN rows; expected finite values")
         tokens = torch.from_numpy(latents).to(self.device)
         if fresh.any():
-            tokens[torch.from_numpy(fresh)] = self._encode(context[fresh])
+            tokens[torch.from_numpy(fresh)] = self._fresh_tokens(entry, context[fresh])
         return tokens
 
     def _action_prior_chunk(self, entry: EmbodimentEntry, tokens: torch.Tensor, state_norm: np.ndarray) -> np.ndarray:
@@ -412,24 +439,62 @@ class WorldActionModel:
         return chosen
 
     def _prior_rollout(
-        self, entry: EmbodimentEntry, context_tokens: torch.Tensor, state: np.ndarray | None, actions: np.ndarray
-    ) -> tuple[torch.Tensor, np.ndarray]:
-        """The forward prior alone: (tokens (B, Hz, GG, Cf), normalised states (B, Hz, S))."""
-        name = entry.embodiment.name
+        self,
+        entry: EmbodimentEntry,
+        context_tokens: torch.Tensor,
+        state_norm: np.ndarray,
+        actions: np.ndarray,
+        draw: bool,
+    ) -> tuple[torch.Tensor, np.ndarray, torch.Tensor]:
+        """The forward prior alone: (the drawn tokens (B, Hz, GG, Cf), normalised states (B, Hz, S), the
+        latents' tokens (B, Hz, width, Cf)) from ``context_tokens`` (B, Tc, width, Cf).
+
+        With an object (:mod:`cosmos_robot.model.object_pose`) each step runs the prior twice: without the
+        object's maps for the agent state (whose next value the object's push needs), then, where frames
+        are ``draw``n, with the maps of the object's pose now and after its push for the drawn grid. Not
+        drawing, the drawn grid follows the state rollout's and the object is read again at the next draw."""
+        name, domain = entry.embodiment.name, entry.embodiment.domain_id
         b, horizon = actions.shape[:2]
-        grid = latent_grids(context_tokens[:, -1:], self.config)[:, 0]
-        state_norm = np.zeros((b, self.config.state_width), np.float32)
-        if state is not None:
-            state_norm = self.processor.states_in(name, state)
+        gg = self.config.tokens_per_frame
+        prior = self.network.forward_prior
+        state = torch.from_numpy(state_norm).to(self.device)
+        actions_in = torch.from_numpy(self.processor.actions_in(name, actions)).to(self.device)
         channels = (torch.arange(self.config.state_width, device=self.device) < entry.embodiment.state_dim)[None]
-        grids, states = self.network.forward_prior.rollout(
-            grid,
-            torch.from_numpy(state_norm).to(self.device),
-            torch.from_numpy(self.processor.actions_in(name, actions)).to(self.device),
-            entry.embodiment.domain_id,
-            channels.expand(b, -1),
-        )
-        return grid_tokens(grids, self.config), states[..., : entry.embodiment.state_dim].float().cpu().numpy()
+        channels = channels.expand(b, -1)
+        if not self._carries_objects(entry):
+            grid = latent_grids(context_tokens[:, -1:], self.config)[:, 0]
+            grids, states = prior.rollout(grid, state, actions_in, domain, channels)
+            tokens = grid_tokens(grids, self.config)
+            return tokens, states[..., : entry.embodiment.state_dim].float().cpu().numpy(), tokens
+        objects = self.network.object_pose
+        last = context_tokens[:, -1]
+        drawn = latent_grids(last[None, :, :gg].transpose(0, 1), self.config)[:, 0]
+        grid = latent_grids(last[None, :, gg : 2 * gg].transpose(0, 1), self.config)[:, 0]
+        memory, known = last[:, 2 * gg, :MEMORY_WIDTH], last[:, 2 * gg, MEMORY_WIDTH] > 0.5
+        if draw and not known.all():  # a start, or frames not drawn since: read the object where it is drawn
+            memory = torch.where(known[:, None], memory, objects.start(drawn, state, domain))
+        grids, drawn_grids, states, memories = [], [], [], []
+        for k in range(horizon):
+            grid_change, state_change = prior(grid, state, actions_in[:, k], domain)
+            state_after = (state + state_change) * channels
+            if draw:
+                memory = objects.step(memory, state, state_after, actions_in[:, k], domain)
+                maps = step_maps(memory[:, :3], memory[:, 3:6], drawn.shape[-1], objects.half_extent)
+                drawn = drawn + prior(drawn, state, actions_in[:, k], domain, maps)[0]
+            grid, state = grid + grid_change, state_after
+            if not draw:
+                drawn = grid
+            grids.append(grid)
+            drawn_grids.append(drawn)
+            states.append(state)
+            memories.append(memory)
+        drawn_tokens = grid_tokens(torch.stack(drawn_grids, 1), self.config)
+        memory_tokens = torch.zeros(b, horizon, 1, last.shape[-1], device=self.device)
+        memory_tokens[:, :, 0, :MEMORY_WIDTH] = torch.stack(memories, 1)
+        # Not drawn, the memory is stale: the flag says to read the object again at the next draw.
+        memory_tokens[:, :, 0, MEMORY_WIDTH] = float(draw)
+        carried = torch.cat([drawn_tokens, grid_tokens(torch.stack(grids, 1), self.config), memory_tokens], 2)
+        return drawn_tokens, torch.stack(states, 1)[..., : entry.embodiment.state_dim].float().cpu().numpy(), carried
 
     @torch.no_grad()
     def inverse_dynamics(

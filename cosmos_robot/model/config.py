@@ -49,6 +49,9 @@ class ModelConfig:
         forward_bfloat16: the forward prior's convolutions run in bfloat16, in training and in the env
             (its state and condition paths stay float32); fast on CPUs with AMX or AVX512-BF16 and on
             GPUs, slow elsewhere. False for checkpoints made before it.
+        object_pose_domains: embodiment ids whose learned env carries an object's planar pose beside the
+            grid (:mod:`cosmos_robot.model.object_pose`; needs ``forward_prior``); empty: none.
+        object_half_extent: half the side, in metres, of the square the camera sees, where that pose lives.
     """
 
     d_model: int = 128
@@ -74,6 +77,8 @@ class ModelConfig:
     forward_warp: bool = False
     forward_block: str = "norm_gelu"
     forward_bfloat16: bool = False
+    object_pose_domains: tuple[int, ...] = ()
+    object_half_extent: float = 0.22
 
     def __post_init__(self) -> None:
         if self.forward_block not in FORWARD_BLOCKS:
@@ -119,7 +124,20 @@ class ModelConfig:
             raise ValueError(
                 f"understanding_patch={self.understanding_patch} does not divide image_size={self.image_size}"
             )
-        for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight"):
+        bad = [d for d in self.object_pose_domains if isinstance(d, bool) or not isinstance(d, int)]
+        if bad or any(not 0 <= d < self.num_domains for d in self.object_pose_domains):
+            raise ValueError(
+                f"object_pose_domains={list(self.object_pose_domains)}; expected embodiment ids in "
+                f"0..{self.num_domains - 1}"
+            )
+        if self.object_pose_domains and self.frame_token_dim < 9:
+            raise ValueError(
+                f"object_pose_domains needs frame tokens of at least 9 channels (the object's memory); "
+                f"latent_channels * patch_merge**2 = {self.frame_token_dim}"
+            )
+        if self.object_pose_domains and not self.forward_prior:
+            raise ValueError("object_pose_domains needs forward_prior=True (the prior draws the object)")
+        for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight", "object_half_extent"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive number")
 
@@ -160,8 +178,9 @@ class ModelConfig:
         if unknown:
             raise ValueError(f"unknown model config keys {unknown}; expected a subset of {sorted(known)}")
         data = dict(data)
-        if "rope_sections" in data:
-            data["rope_sections"] = tuple(data["rope_sections"])
+        for name in ("rope_sections", "object_pose_domains"):
+            if name in data:
+                data[name] = tuple(data[name])
         return cls(**data)
 
     def save(self, path: str | os.PathLike) -> None:

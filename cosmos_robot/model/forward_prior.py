@@ -245,9 +245,13 @@ class ForwardPrior(nn.Module):
             state: (B, state_width) normalised state now (padded channels zero).
             action: (B, action_width) normalised action (padded channels zero).
             domain: (B,) embodiment ids, or one id for the whole batch.
-            extra: (B, extra_inputs, h, w) the extra input maps of this step (None when it has none).
+            extra: (B, extra_inputs, h, w) the extra input maps of this step (None: all zero).
         """
         b, _, h, w = grid.shape
+        if extra is None and self.extra_inputs:
+            # Not told: the maps at zero, which a prior trained with them also learns (an embodiment
+            # without the object, the agent-state rollout of docs/model.md "Object pose").
+            extra = grid.new_zeros(b, self.extra_inputs, h, w)
         given = 0 if extra is None else extra.shape[1]
         if given != self.extra_inputs:
             raise ValueError(f"extra has {given} channels; expected extra_inputs={self.extra_inputs}")

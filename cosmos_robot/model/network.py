@@ -41,6 +41,7 @@ from cosmos_robot.model.config import ModelConfig
 from cosmos_robot.model.forward_prior import ForwardPrior
 from cosmos_robot.model.inverse_prior import InversePrior
 from cosmos_robot.model.mot import MoTBlock, ReasonerCache
+from cosmos_robot.model.object_pose import POSE_MAPS, ObjectPose
 from cosmos_robot.model.rope import MRoPE, grid_positions, point_positions, temporal_positions, text_positions
 from cosmos_robot.model.stems import (
     DomainLinear,
@@ -138,8 +139,21 @@ class WorldActionNetwork(nn.Module):
                 warp=config.forward_warp,
                 block=config.forward_block,
                 bfloat16=config.forward_bfloat16,
+                extra_inputs=POSE_MAPS if config.object_pose_domains else 0,
             )
             if config.forward_prior
+            else None
+        )
+        # The pose of a pushed object, for the embodiments whose data record one (model/object_pose.py).
+        self.object_pose = (
+            ObjectPose(
+                config.latent_channels,
+                config.state_width,
+                config.action_width,
+                config.object_pose_domains,
+                config.object_half_extent,
+            )
+            if config.object_pose_domains
             else None
         )
         # Whether the x0 heads add the MoT's correction to the forward prior's rollout. Training learns

@@ -68,8 +68,13 @@ def test_added_inputs_leave_a_trained_prior_unchanged_until_trained_and_are_read
     change, state_change = prior(grid, state, actions[:, 0], 0, maps[:, 0])
     torch.testing.assert_close(grids[:, 0], grid + change)
     torch.testing.assert_close(states[:, 0], state + state_change)
-    with pytest.raises(ValueError, match="extra has 0 channels; expected extra_inputs=3"):
-        prior(grid, state, actions[:, 0], 0)
+    # Not given, the maps are zero.
+    for got, want in zip(
+        prior(grid, state, actions[:, 0], 0), prior(grid, state, actions[:, 0], 0, 0 * maps[:, 0]), strict=True
+    ):
+        torch.testing.assert_close(got, want)
+    with pytest.raises(ValueError, match="extra has 2 channels; expected extra_inputs=3"):
+        prior(grid, state, actions[:, 0], 0, maps[:, 0, :2])
     with pytest.raises(ValueError, match="count=0"):
         prior.add_inputs(0)
 

@@ -1,0 +1,230 @@
+"""An object the learned env carries by its pose: read from the first frame, pushed by the effector, drawn by the prior.
+
+The forward prior keeps the pushed block only in the latent grid, and there a push drifts: more
+training, longer rollouts and losses on decoded frames did not take the drift down, while the same
+prior told the block's true pose (as maps beside the grid) drew it within the autoencoder's own error
+(``benchmarks/probe_pose_conditioning.py``, docs/results.md). So for an embodiment whose data record a
+planar object pose (PushBlock's ``observation.environment_state``: block x, y, yaw), the model carries
+that pose beside the grid:
+
+- :class:`PoseReadout` reads it from the first frame's latents (a soft-argmax over the cells, with a
+  sub-cell offset per cell: the block is one blob on the grid);
+- :class:`ObjectPose` pushes it one step at a time with a small MLP per embodiment that reads the push
+  in the block's own frame (where the effector is relative to the block, how it moves this step and
+  moved the step before, how the block moved the step before, its place on the table, the action): one
+  push then teaches it about every place and yaw (``cosmos_robot.eval.block_oracle`` measured this
+  form against table coordinates: 1.5-2x lower error from the same data). The effector comes from the
+  agent state by a learned map per embodiment (the model has no kinematics);
+- :func:`step_maps` turns the pose now and after the step into maps on the latent grid (a Gaussian
+  round the block's cell times its sub-cell offset and yaw) that the forward prior reads as extra
+  inputs (``ForwardPrior.add_inputs``) when it draws the next grid.
+
+The pose after a step needs the effector after it, which needs the agent state after it, which the
+prior computes from the grid: so agent states come from the prior rolled without maps and the frames
+from the prior rolled with them (``WorldActionModel.forward_dynamics``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+# Carried per row between model calls, raw units: the pose a step ago (x, y, yaw), the pose now, the
+# effector a step ago (x, y).
+MEMORY_WIDTH = 8
+POSE_CHANNELS = 3
+# Maps per pose: a Gaussian round the block's cell times (1, column offset, row offset, cos 4 yaw, sin 4
+# yaw) -- a square block looks the same every quarter turn; the prior reads the pose now and next.
+MAPS_PER_POSE = 5
+POSE_MAPS = 2 * MAPS_PER_POSE
+# The Gaussian's width in latent cells (the probe's choice: the block spans about one cell).
+MAP_SIGMA = 0.6
+QUARTER_TURN = math.pi / 2
+# The push MLP's targets in centimetres and deci-radians: outputs of order one.
+PUSH_SCALE = (100.0, 100.0, 10.0)
+PUSH_FEATURES = 10  # five 2-vectors; the action follows
+
+
+def fold(yaw: torch.Tensor) -> torch.Tensor:
+    """Yaw folded into [-45, 45) degrees: a square's frame."""
+    return torch.remainder(yaw + QUARTER_TURN / 2, QUARTER_TURN) - QUARTER_TURN / 2
+
+
+def block_frame(vectors: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
+    """Table-frame vectors (B, 2) in the frame of a block at ``yaw`` (B,)."""
+    c, s = torch.cos(yaw), torch.sin(yaw)
+    return torch.stack([c * vectors[:, 0] + s * vectors[:, 1], c * vectors[:, 1] - s * vectors[:, 0]], -1)
+
+
+def pose_maps(poses: torch.Tensor, side: int, half_extent: float, sigma: float = MAP_SIGMA) -> torch.Tensor:
+    """Poses (B, 3: x, y metres, yaw) -> maps (B, 5, side, side) on the latent grid of a top-down camera
+    that sees the square ``[-half_extent, half_extent]^2`` edge to edge (x right, y up)."""
+    col = (poses[:, 0] / half_extent + 1.0) * side / 2 - 0.5
+    row = (1.0 - poses[:, 1] / half_extent) * side / 2 - 0.5
+    cells = torch.arange(side, dtype=poses.dtype, device=poses.device)
+    rows, cols = torch.meshgrid(cells, cells, indexing="ij")
+    dx, dy = cols[None] - col[:, None, None], rows[None] - row[:, None, None]
+    near = torch.exp(-(dx**2 + dy**2) / (2 * sigma**2))
+    turn = 4.0 * poses[:, 2, None, None]
+    return torch.stack([near, near * dx, near * dy, near * torch.cos(turn), near * torch.sin(turn)], 1)
+
+
+def step_maps(now: torch.Tensor, after: torch.Tensor, side: int, half_extent: float) -> torch.Tensor:
+    """The prior's extra inputs (B, 10, side, side) for a step from pose ``now`` (B, 3) to ``after``."""
+    return torch.cat([pose_maps(now, side, half_extent), pose_maps(after, side, half_extent)], 1)
+
+
+class PoseReadout(nn.Module):
+    """The object's pose read from a latent grid (B, C, h, w): a soft-argmax over the cells, each with a
+    sub-cell offset, for the place; the same weights over each cell's (cos, sin) of 4 yaw for the turn."""
+
+    def __init__(self, channels: int, half_extent: float, width: int = 64) -> None:
+        super().__init__()
+        self.half_extent = half_extent
+        self.net = nn.Sequential(
+            nn.Conv2d(channels + 2, width, 3, padding=1),
+            nn.GELU(),
+            nn.Conv2d(width, width, 3, padding=1),
+            nn.GELU(),
+            nn.Conv2d(width, width, 3, padding=1),
+            nn.GELU(),
+            nn.Conv2d(width, 5, 1),
+        )
+        self.place = nn.Linear(2, 2)
+
+    def forward(self, grid: torch.Tensor) -> torch.Tensor:
+        """(B, 4): x, y in centimetres and cos, sin of 4 yaw (the training targets' units)."""
+        b, _, h, w = grid.shape
+        rows = torch.linspace(-1, 1, h, device=grid.device, dtype=grid.dtype)
+        cols = torch.linspace(-1, 1, w, device=grid.device, dtype=grid.dtype)
+        coords = torch.stack(torch.meshgrid(rows, cols, indexing="ij"))
+        out = self.net(torch.cat([grid, coords[None].expand(b, -1, -1, -1)], 1)).flatten(2)
+        weights = out[:, 0].softmax(-1)
+        where = coords.flatten(1).flip(0)[None] + 0.3 * out[:, 1:3]
+        place = self.place((where * weights[:, None]).sum(-1)) * self.half_extent * 100.0
+        return torch.cat([place, (out[:, 3:] * weights[:, None]).sum(-1)], 1)
+
+    @staticmethod
+    def targets(poses: torch.Tensor) -> torch.Tensor:
+        """Poses (B, 3) as :meth:`forward`'s outputs."""
+        return torch.cat([poses[:, :2] * 100.0, torch.cos(4 * poses[:, 2:]), torch.sin(4 * poses[:, 2:])], 1)
+
+    def poses(self, grid: torch.Tensor) -> torch.Tensor:
+        """(B, 3) poses in metres and radians."""
+        out = self(grid)
+        return torch.cat([out[:, :2] / 100.0, torch.atan2(out[:, 3], out[:, 2])[:, None] / 4.0], 1)
+
+
+def _mlp(inputs: int, outputs: int, hidden: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Linear(inputs, hidden),
+        nn.GELU(),
+        nn.Linear(hidden, hidden),
+        nn.GELU(),
+        nn.Linear(hidden, hidden),
+        nn.GELU(),
+        nn.Linear(hidden, outputs),
+    )
+
+
+class ObjectPose(nn.Module):
+    """The readout, the effector maps and the push MLPs of the embodiments that carry an object pose.
+
+    Args:
+        latent_channels: channels of the latent grid.
+        state_width: the shared (padded) state width.
+        action_width: the shared (padded) action width.
+        domains: the embodiment ids whose data record the object's pose.
+        half_extent: half the side of the square the camera sees, in metres (the maps' geometry).
+        hidden: width of the MLPs.
+    """
+
+    def __init__(
+        self,
+        latent_channels: int,
+        state_width: int,
+        action_width: int,
+        domains: tuple[int, ...],
+        half_extent: float,
+        hidden: int = 256,
+    ) -> None:
+        super().__init__()
+        if not domains:
+            raise ValueError("domains=(); expected the embodiment ids that carry an object pose")
+        self.domains = tuple(int(d) for d in domains)
+        self.half_extent = float(half_extent)
+        self.readout = PoseReadout(latent_channels, self.half_extent)
+        self.effector = nn.ModuleDict({str(d): _mlp(2 * state_width, 2, hidden // 2) for d in self.domains})
+        push_inputs = PUSH_FEATURES + action_width
+        self.push = nn.ModuleDict({str(d): _mlp(push_inputs, 3, hidden) for d in self.domains})
+        # Feature normalisation of each push MLP, set from its training data (identity until then).
+        self.register_buffer("push_mean", torch.zeros(len(self.domains), push_inputs))
+        self.register_buffer("push_std", torch.ones(len(self.domains), push_inputs))
+        self.register_buffer("push_scale", torch.tensor(PUSH_SCALE))
+
+    def carries(self, domain: int) -> bool:
+        """Whether embodiment ``domain`` carries an object pose."""
+        return int(domain) in self.domains
+
+    def effector_of(self, state: torch.Tensor, domain: int) -> torch.Tensor:
+        """The effector (B, 2, metres) of normalised, padded agent states (B, state_width)."""
+        # sin/cos of the state: the arm's fingertip is a sum of sines and cosines of its joint angles.
+        return self.effector[str(int(domain))](torch.cat([torch.sin(state * math.pi), torch.cos(state * math.pi)], -1))
+
+    def push_features(
+        self,
+        pose: torch.Tensor,
+        pose_before: torch.Tensor,
+        effector_before: torch.Tensor,
+        effector: torch.Tensor,
+        effector_after: torch.Tensor,
+        action: torch.Tensor,
+    ) -> torch.Tensor:
+        """The push MLP's inputs (B, 10 + action_width), in the block's frame: the effector relative to the
+        block, its motion this step and the step before, the block's motion the step before; then the
+        block's place on the table (the walls) and the normalised action."""
+        yaw = fold(pose[:, 2])
+        return torch.cat(
+            [
+                block_frame(effector - pose[:, :2], yaw),
+                block_frame(effector_after - effector, yaw),
+                block_frame(effector - effector_before, yaw),
+                block_frame(pose[:, :2] - pose_before[:, :2], yaw),
+                pose[:, :2],
+                action,
+            ],
+            -1,
+        )
+
+    def push_change(self, features: torch.Tensor, domain: int) -> torch.Tensor:
+        """Scaled pose change (B, 3), in the block's frame (the training target), of ``features``."""
+        k = self.domains.index(int(domain))
+        return self.push[str(int(domain))]((features - self.push_mean[k]) / self.push_std[k])
+
+    def step(
+        self,
+        memory: torch.Tensor,
+        state: torch.Tensor,
+        state_after: torch.Tensor,
+        action: torch.Tensor,
+        domain: int,
+    ) -> torch.Tensor:
+        """The memory (B, 8) after one step from ``memory`` (B, 8), the agent going from ``state`` to
+        ``state_after`` (B, state_width, normalised) under ``action`` (B, action_width, normalised)."""
+        before, pose, effector_before = memory[:, :3], memory[:, 3:6], memory[:, 6:8]
+        effector, effector_after = self.effector_of(state, domain), self.effector_of(state_after, domain)
+        change = self.push_change(
+            self.push_features(pose, before, effector_before, effector, effector_after, action), domain
+        )
+        change = change / self.push_scale
+        moved = block_frame(change[:, :2], -fold(pose[:, 2]))
+        after = torch.cat([pose[:, :2] + moved, pose[:, 2:] + change[:, 2:]], 1)
+        return torch.cat([pose, after, effector], 1)
+
+    def start(self, grid: torch.Tensor, state: torch.Tensor, domain: int) -> torch.Tensor:
+        """The memory (B, 8) at a start: the pose read from ``grid`` (B, C, h, w), at rest (the pose a step
+        ago the same), the effector of ``state`` (B, state_width) as where it was."""
+        pose = self.readout.poses(grid.float())
+        return torch.cat([pose, pose, self.effector_of(state.float(), domain)], 1)
