@@ -150,6 +150,8 @@ RECIPES: dict[str, Recipe] = {
             "forward_batch": 8,
             "fast_decoder_steps": 5,
             "rollout_decoder_steps": 3,
+            "object_fit_steps": 3,
+            "object_prior_steps": 2,
             # The default's kind of forward prior (warp, ReLU blocks, bfloat16 trunk), so the tests train,
             # save and serve that path end to end.
             "model_overrides": {

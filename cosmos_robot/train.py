@@ -15,7 +15,7 @@ import copy
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from cosmos_robot.datasets.rate import MODEL_FPS
 from cosmos_robot.datasets.training_set import Batch, TrainingSet, source_widths
 from cosmos_robot.fast_decoder_training import fast_reconstruction_psnr, train_fast_decoder
 from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
+from cosmos_robot.keys import OBS_ENV_STATE
 from cosmos_robot.model.action_prior import PRIOR_CHUNK
 from cosmos_robot.model.batches import PriorBatch, ReasonerInputs, TransitionBatch
 from cosmos_robot.model.config import ModelConfig, preset
@@ -45,6 +46,7 @@ from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, TrainingModule, draw_noise, training_loss
 from cosmos_robot.model.plan import Mode
 from cosmos_robot.model.tokenizers import FrameAutoencoder
+from cosmos_robot.object_pose_training import fit_object_pose, object_embodiments
 from cosmos_robot.phase_checkpoint import (
     FORWARD_PHASES,
     PRIOR_PHASES,
@@ -101,6 +103,10 @@ class TrainConfig:
             (docs/model.md, "Forward prior").
         forward_finetune_rollout: actions per training sequence of the second stage.
         forward_finetune_lr: its peak learning rate.
+        object_fit_steps: steps fitting each part of a pushed object's pose (the readout, and per robot the
+            effector map and the push MLP; ``object_pose_training``) to the datasets that record it, right
+            after the forward prior (0: the learned env carries no object).
+        object_prior_steps: steps training the forward prior to draw the object where its pose says.
         rollout_decoder_steps: steps fitting the autoencoder's decoder to the trained forward prior's own
             rollouts (of the last stage's length), right after it (``rollout_decoder_training``; 0: none).
             The decoder then draws the effector where it overlaps another object in an imagined frame.
@@ -150,6 +156,8 @@ class TrainConfig:
     forward_finetune_rollout: int = 2 * ROLLOUT_STEPS
     forward_finetune_lr: float = 1e-3
     rollout_decoder_steps: int = 0
+    object_fit_steps: int = 0
+    object_prior_steps: int = 0
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -169,7 +177,7 @@ class TrainConfig:
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
         counts = ("prior_batch", "prior_steps", "inverse_batch", "forward_steps", "forward_finetune_steps")
-        for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps"):
+        for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps", "object_fit_steps", "object_prior_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
@@ -184,6 +192,12 @@ class TrainConfig:
             raise ValueError(
                 f"rollout_decoder_steps={self.rollout_decoder_steps} but forward_steps=0; expected a forward prior "
                 "to roll out (forward_steps > 0) or rollout_decoder_steps=0"
+            )
+        if (self.object_fit_steps or self.object_prior_steps) and not (self.forward_steps and self.object_fit_steps):
+            raise ValueError(
+                f"object_fit_steps={self.object_fit_steps}, object_prior_steps={self.object_prior_steps}, "
+                f"forward_steps={self.forward_steps}; expected object_fit_steps > 0 and a forward prior "
+                "(forward_steps > 0) to carry an object, or both object steps 0"
             )
         if self.prior_steps and not self.prior_batch:
             raise ValueError(
@@ -272,6 +286,15 @@ class Trainer:
             declarations=load_declarations(config.declarations),
             fps=config.fps,
         )
+        if config.object_fit_steps:
+            carried = object_embodiments(self.data)
+            if not carried:
+                raise ValueError(
+                    f"object_fit_steps={config.object_fit_steps} but no dataset records a PushBlock block's pose "
+                    f"({OBS_ENV_STATE}); expected point or arm2 datasets, or object_fit_steps=0"
+                )
+            domains = tuple(self.data.data[n].embodiment.domain_id for n in carried)
+            model_config = replace(model_config, object_pose_domains=domains)
         previous = load_checkpoint(config.out, with_training=True) if resume_world_model else None
         # Killed before the world model's first checkpoint: the phase that was running continues.
         phase = load_phase(config.out) if resume and not resume_world_model else None
@@ -350,6 +373,8 @@ class Trainer:
         finished = phase is not None and phase["phase"] == "action_prior"  # the forward prior came before it
         if previous is None and config.forward_steps and finished:
             self.network.forward_prior.load_state_dict(phase["forward_prior_weights"])
+            if self.network.object_pose is not None:
+                self.network.object_pose.load_state_dict(phase["object_pose_weights"])
             self.forward_prior = phase["forward_prior"]
         elif previous is None and config.forward_steps:
             self._train_forward_prior(phase)
@@ -442,18 +467,31 @@ class Trainer:
                 seed=config.seed + 7,
                 progress=self.progress and self.rank == 0,
             )
+        if config.object_fit_steps:
+            # After the decoder's fit: the decoder draws the rollouts of the prior as it was trained alone.
+            self.forward_prior["object_pose"] = fit_object_pose(
+                self.network,
+                self.data,
+                config.object_fit_steps,
+                config.object_prior_steps,
+                rollout=stages[-1][2],
+                seed=config.seed + 11,
+                batch_size=min(config.forward_batch, 64),
+                progress=self.progress and self.rank == 0,
+            )
 
     def _train_action_prior(self, phase: dict[str, Any] | None) -> None:
         """The action prior alone on its demonstration windows, resuming inside its phase."""
         config = self.config
         resumed = phase is not None and phase["phase"] == "action_prior"
         started = time.perf_counter() - (float(phase["seconds"]) if resumed else 0.0)
-        forward = self.network.forward_prior
+        forward, objects = self.network.forward_prior, self.network.object_pose
         saver = self._phase_saver(
             "action_prior",
             phase,
             started,
             forward_prior_weights=forward.state_dict() if forward is not None else {},
+            object_pose_weights=objects.state_dict() if objects is not None else {},
             forward_prior=self.forward_prior,
         )
         train_action_prior(

@@ -449,10 +449,10 @@ class WorldActionModel:
         """The forward prior alone: (the drawn tokens (B, Hz, GG, Cf), normalised states (B, Hz, S), the
         latents' tokens (B, Hz, width, Cf)) from ``context_tokens`` (B, Tc, width, Cf).
 
-        With an object (:mod:`cosmos_robot.model.object_pose`) each step runs the prior twice: without the
-        object's maps for the agent state (whose next value the object's push needs), then, where frames
-        are ``draw``n, with the maps of the object's pose now and after its push for the drawn grid. Not
-        drawing, the drawn grid follows the state rollout's and the object is read again at the next draw."""
+        With an object (:mod:`cosmos_robot.model.object_pose`) each step runs the prior for the agent state
+        (whose next value the object's push needs) and, where frames are ``draw``n, the object's drawer
+        told the object's pose now and after its push, for the drawn grid. Not drawing, the drawn grid
+        follows the prior's and the object is read again at the next draw."""
         name, domain = entry.embodiment.name, entry.embodiment.domain_id
         b, horizon = actions.shape[:2]
         gg = self.config.tokens_per_frame
@@ -480,7 +480,7 @@ class WorldActionModel:
             if draw:
                 memory = objects.step(memory, state, state_after, actions_in[:, k], domain)
                 maps = step_maps(memory[:, :3], memory[:, 3:6], drawn.shape[-1], objects.half_extent)
-                drawn = drawn + prior(drawn, state, actions_in[:, k], domain, maps)[0]
+                drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]
             grid, state = grid + grid_change, state_after
             if not draw:
                 drawn = grid

@@ -6,6 +6,9 @@
   frozen latents exactly as ``train`` trains it (``forward_prior_training``), replacing the old one;
   or the checkpoint's own prior trained further (``--forward-finetune``), e.g. on longer rollouts of
   itself (``--forward-rollout``);
+- the block's pose carried beside the grid (``--object-fit-steps``, ``--object-prior-steps``;
+  ``object_pose_training``), as ``train`` does with ``object_fit_steps``: the pose readout, the effector
+  maps and push MLPs fitted, the prior taught to draw the pose (``--forward-rollout`` actions per sequence);
 - the decoder fitted to the (final) prior's rollouts (``--rollout-decoder-steps``;
   ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``.
 
@@ -44,6 +47,7 @@ from cosmos_robot.model.config import ModelConfig
 from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.tokenizers import FrameAutoencoder
+from cosmos_robot.object_pose_training import attach_object_pose, fit_object_pose, object_embodiments
 from cosmos_robot.recipes import get_recipe, prepare_data
 from cosmos_robot.rollout_decoder_training import fit_decoder_to_rollouts
 from cosmos_robot.world_model import default_checkpoint_path
@@ -68,11 +72,17 @@ def main() -> None:
     parser.add_argument(
         "--rollout-decoder-rollout", type=int, default=8, help="actions per rollout the decoder is fitted on"
     )
+    parser.add_argument(
+        "--object-fit-steps", type=int, default=0, help="give the model the block's pose: fit steps per part (0: no)"
+    )
+    parser.add_argument(
+        "--object-prior-steps", type=int, default=800, help="steps of the prior learning to draw the block's pose"
+    )
     parser.add_argument("--ae-object-weight", type=float, default=10.0, help="the autoencoder's object weight")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     bounds = (("fast_decoder_steps", 0), ("forward_steps", 1), ("forward_rollout", 1), ("rollout_decoder_steps", 0))
-    for name, least in (*bounds, ("rollout_decoder_rollout", 1)):
+    for name, least in (*bounds, ("rollout_decoder_rollout", 1), ("object_fit_steps", 0), ("object_prior_steps", 0)):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
     refit_prior = args.forward_width is not None or args.forward_blocks is not None
@@ -147,6 +157,18 @@ def main() -> None:
         )
         report["rollout_decode_psnr_before"] = fitted["psnr_before"]
         report["rollout_decode_psnr_after"] = fitted["psnr_after"]
+
+    if args.object_fit_steps:
+        network = checkpoint.network.float()
+        carried = object_embodiments(data)
+        if not carried:
+            raise SystemExit(f"--recipe {args.recipe}: no dataset records the block's pose; nothing to carry")
+        attach_object_pose(network, tuple(data.data[n].embodiment.domain_id for n in carried))
+        # The seed ``train`` gives this step (its config seed 0, plus 11).
+        report["object_pose"] = fit_object_pose(
+            network, data, args.object_fit_steps, args.object_prior_steps, rollout=args.forward_rollout, seed=11
+        )
+        checkpoint.network = network.eval()
     checkpoint.training = None
     save_checkpoint(checkpoint, args.out)
     report["seconds"] = time.perf_counter() - started

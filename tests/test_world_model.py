@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from cosmos_robot.model.object_pose import MEMORY_WIDTH
 from cosmos_robot.model.stems import latent_grids
 from cosmos_robot.pixel_residual import CHANGE_LEVELS
 from cosmos_robot.world_model import POLICY_GUIDANCE, WorldActionModel
@@ -70,7 +71,9 @@ def test_latents_continue_a_rollout_in_latent_space(model, episode):
         second = model.forward_dynamics(
             first.frames, actions[1:2], "point", states=first.states[:, 0], latents=first.latents
         )
-        assert first.latents.shape == (1, 1, model.config.tokens_per_frame, model.config.frame_token_dim)
+        # The smoke model carries the block: the drawn grid, the agent-state rollout's grid, the object's memory.
+        width = 2 * model.config.tokens_per_frame + 1
+        assert first.latents.shape == (1, 1, width, model.config.frame_token_dim)
         np.testing.assert_allclose(second.states[:, 0], both.states[:, 1], atol=1e-5)
         np.testing.assert_allclose(second.latents, both.latents, atol=1e-5)
         # All-NaN rows are encoded from their frames, as without latents.
@@ -109,12 +112,55 @@ def test_what_is_not_read_is_not_computed(model, episode):
     lean = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], decode=False, rewards=False)
     assert lean.frames is None and lean.rewards is None and lean.success is None
     np.testing.assert_allclose(lean.states, full.states, atol=1e-4)
-    np.testing.assert_allclose(lean.latents, full.latents, atol=1e-4)
+    # Not drawn, the block is not pushed: the agent-state rollout's grid is the same, the drawn one follows it
+    # and the object's memory is marked to be read again (its flag at 0).
+    gg = model.config.tokens_per_frame
+    np.testing.assert_allclose(lean.latents[:, :, gg : 2 * gg], full.latents[:, :, gg : 2 * gg], atol=1e-4)
+    np.testing.assert_array_equal(lean.latents[:, :, :gg], lean.latents[:, :, gg : 2 * gg])
+    assert (lean.latents[:, :, 2 * gg, MEMORY_WIDTH] == 0).all() and (
+        full.latents[:, :, 2 * gg, MEMORY_WIDTH] == 1
+    ).all()
     pixels = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], rewards=False)
     assert np.abs(pixels.frames.astype(int) - full.frames).max() <= 1
     # The MoT reads pixels: where it runs, the frames come back whatever decode says.
     mot = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], steps=2, decode=False)
     assert mot.frames is not None and mot.rewards.shape == (1, 3)
+
+
+def test_the_carried_block_changes_the_frames_only_and_is_read_again_after_steps_not_drawn(model, episode):
+    frames, states, actions = episode
+    carried = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0], rewards=False)
+    objects = model.network.object_pose
+    try:
+        model.network.object_pose = None  # the same model without the block
+        plain = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0], rewards=False)
+    finally:
+        model.network.object_pose = objects
+    # Agent states come from the forward prior either way; the drawer draws the frames.
+    np.testing.assert_array_equal(carried.states, plain.states)
+    assert carried.latents.shape[2] == 2 * plain.latents.shape[2] + 1
+    gg = model.config.tokens_per_frame
+    np.testing.assert_allclose(carried.latents[:, :, gg : 2 * gg], plain.latents, atol=1e-5)
+    assert not np.allclose(carried.latents[:, :, :gg], plain.latents, atol=1e-4)
+    memory = carried.latents[0, -1, 2 * gg, :MEMORY_WIDTH]
+    assert np.abs(memory[3:5]).max() < 0.3  # a block pose on the table (metres)
+    # A step without frames, then one with: the block is read again from the drawn grid, then pushed on.
+    lean = model.forward_dynamics(
+        carried.frames[:, -1:],
+        actions[4:5],
+        "point",
+        states=carried.states[0, -1],
+        latents=carried.latents,
+        decode=False,
+        rewards=False,
+    )
+    drawn = model.forward_dynamics(
+        carried.frames[:, -1:], actions[5:6], "point", states=lean.states[0, -1], latents=lean.latents, rewards=False
+    )
+    assert drawn.frames.shape == (1, 1, 64, 64, 3) and drawn.latents[0, -1, 2 * gg, MEMORY_WIDTH] == 1
+    # Latents without the block's part are refused by a model that carries it.
+    with pytest.raises(ValueError, match="latents has shape"):
+        model.forward_dynamics(frames[:1], actions[:1], "point", latents=plain.latents)
 
 
 def test_forward_dynamics_draws_with_the_fast_decoder_and_reuses_the_reference_decode(model, episode, monkeypatch):

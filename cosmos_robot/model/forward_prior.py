@@ -166,6 +166,8 @@ class ForwardPrior(nn.Module):
         )
         self.extra_inputs = extra_inputs
         self.stem = nn.Conv2d(latent_channels + 2 + extra_inputs, width, 3, padding=1)
+        with torch.no_grad():  # extra inputs start unread, as added ones do (add_inputs)
+            self.stem.weight[:, latent_channels + 2 :] = 0.0
         self.blocks = nn.ModuleList(BLOCKS[block](width, hidden) for _ in range(blocks))
         # With ``warp``, two more channels: each cell's displacement (x, y) in cells.
         self.frame_out = nn.Conv2d(width, latent_channels + (2 if warp else 0), 3, padding=1)

@@ -139,7 +139,6 @@ class WorldActionNetwork(nn.Module):
                 warp=config.forward_warp,
                 block=config.forward_block,
                 bfloat16=config.forward_bfloat16,
-                extra_inputs=POSE_MAPS if config.object_pose_domains else 0,
             )
             if config.forward_prior
             else None
@@ -152,6 +151,18 @@ class WorldActionNetwork(nn.Module):
                 config.action_width,
                 config.object_pose_domains,
                 config.object_half_extent,
+                ForwardPrior(
+                    config.latent_channels,
+                    config.state_width,
+                    config.action_width,
+                    config.num_domains,
+                    width=config.forward_width,
+                    blocks=config.forward_blocks,
+                    warp=config.forward_warp,
+                    block=config.forward_block,
+                    bfloat16=config.forward_bfloat16,
+                    extra_inputs=POSE_MAPS,
+                ),
             )
             if config.object_pose_domains
             else None

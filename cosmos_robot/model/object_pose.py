@@ -16,12 +16,13 @@ that pose beside the grid:
   form against table coordinates: 1.5-2x lower error from the same data). The effector comes from the
   agent state by a learned map per embodiment (the model has no kinematics);
 - :func:`step_maps` turns the pose now and after the step into maps on the latent grid (a Gaussian
-  round the block's cell times its sub-cell offset and yaw) that the forward prior reads as extra
-  inputs (``ForwardPrior.add_inputs``) when it draws the next grid.
+  round the block's cell times its sub-cell offset and yaw) that the drawer -- a copy of the forward
+  prior given them as extra inputs (``ForwardPrior.add_inputs``) -- reads when it draws the next grid.
 
 The pose after a step needs the effector after it, which needs the agent state after it, which the
-prior computes from the grid: so agent states come from the prior rolled without maps and the frames
-from the prior rolled with them (``WorldActionModel.forward_dynamics``).
+prior computes: so the forward prior, as trained, rolls the agent state (and the grid the MoT reads),
+and the drawer rolls the frames (``WorldActionModel.forward_dynamics``). Agent states, reward and
+success are then exactly what they were without the object.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import math
 
 import torch
 from torch import nn
+
+from cosmos_robot.model.forward_prior import ForwardPrior
 
 # Carried per row between model calls, raw units: the pose a step ago (x, y, yaw), the pose now, the
 # effector a step ago (x, y).
@@ -130,7 +133,7 @@ def _mlp(inputs: int, outputs: int, hidden: int) -> nn.Sequential:
 
 
 class ObjectPose(nn.Module):
-    """The readout, the effector maps and the push MLPs of the embodiments that carry an object pose.
+    """The readout, the effector maps, the push MLPs and the drawer of the embodiments that carry an object pose.
 
     Args:
         latent_channels: channels of the latent grid.
@@ -138,6 +141,7 @@ class ObjectPose(nn.Module):
         action_width: the shared (padded) action width.
         domains: the embodiment ids whose data record the object's pose.
         half_extent: half the side of the square the camera sees, in metres (the maps' geometry).
+        drawer: the prior that draws the grid told the pose (``extra_inputs`` = :data:`POSE_MAPS`).
         hidden: width of the MLPs.
     """
 
@@ -148,15 +152,21 @@ class ObjectPose(nn.Module):
         action_width: int,
         domains: tuple[int, ...],
         half_extent: float,
+        drawer: ForwardPrior,
         hidden: int = 256,
     ) -> None:
         super().__init__()
         if not domains:
             raise ValueError("domains=(); expected the embodiment ids that carry an object pose")
+        if drawer.extra_inputs != POSE_MAPS:
+            raise ValueError(f"drawer.extra_inputs={drawer.extra_inputs}; expected {POSE_MAPS} (the pose maps)")
         self.domains = tuple(int(d) for d in domains)
+        # A copy of the forward prior that reads the pose maps and draws the frames; the prior itself is
+        # left as trained, for the agent state and for the MoT that was trained on its rollouts.
+        self.drawer = drawer
         self.half_extent = float(half_extent)
         self.readout = PoseReadout(latent_channels, self.half_extent)
-        self.effector = nn.ModuleDict({str(d): _mlp(2 * state_width, 2, hidden // 2) for d in self.domains})
+        self.effector = nn.ModuleDict({str(d): _mlp(3 * state_width, 2, hidden) for d in self.domains})
         push_inputs = PUSH_FEATURES + action_width
         self.push = nn.ModuleDict({str(d): _mlp(push_inputs, 3, hidden) for d in self.domains})
         # Feature normalisation of each push MLP, set from its training data (identity until then).
@@ -170,8 +180,10 @@ class ObjectPose(nn.Module):
 
     def effector_of(self, state: torch.Tensor, domain: int) -> torch.Tensor:
         """The effector (B, 2, metres) of normalised, padded agent states (B, state_width)."""
-        # sin/cos of the state: the arm's fingertip is a sum of sines and cosines of its joint angles.
-        return self.effector[str(int(domain))](torch.cat([torch.sin(state * math.pi), torch.cos(state * math.pi)], -1))
+        # The state and its sin/cos: a point's effector is its state, an arm's fingertip a sum of sines and
+        # cosines of its joint angles.
+        features = torch.cat([state, torch.sin(state * math.pi), torch.cos(state * math.pi)], -1)
+        return self.effector[str(int(domain))](features)
 
     def push_features(
         self,

@@ -1,0 +1,78 @@
+"""Teaching a prior to carry the block's pose, on real PushBlock data: the attached parts start unread,
+the fit learns the effector and the readout, the prior then reads the maps; bad arguments are named."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from cosmos_robot.datasets.training_set import TrainingSet
+from cosmos_robot.forward_prior_training import train_forward_prior
+from cosmos_robot.model.config import ModelConfig, preset
+from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.model.object_pose import POSE_MAPS
+from cosmos_robot.model.tokenizers import FrameAutoencoder
+from cosmos_robot.object_pose_training import attach_object_pose, fit_object_pose, object_embodiments
+
+
+@pytest.fixture(scope="module")
+def prepared(smoke_data):
+    config = ModelConfig.from_dict(preset("tiny").to_dict() | {"forward_prior": True})
+    data = TrainingSet(smoke_data, config, num_frames=5, seed=0)
+    torch.manual_seed(0)
+    autoencoder = FrameAutoencoder(config.latent_channels, config.patch_merge).requires_grad_(False).eval()
+    data.prepare(autoencoder)
+    network = WorldActionNetwork(config)
+    train_forward_prior(network, data.transitions(steps=3), steps=20, batch_size=16, progress=False)
+    return data, network
+
+
+def test_attached_parts_leave_the_prior_as_it_was_until_trained(prepared):
+    data, trained = prepared
+    network = WorldActionNetwork(trained.config)
+    network.load_state_dict(trained.state_dict())
+    grid, state, action = torch.randn(2, 8, 8, 8), torch.randn(2, 16) * 0.1, torch.randn(2, 32) * 0.1
+    before = network.forward_prior(grid, state, action, 0)
+    assert object_embodiments(data) == ["arm2", "point"]
+    attach_object_pose(network, (0, 1))
+    assert network.config.object_pose_domains == (0, 1) and network.object_pose.drawer.extra_inputs == POSE_MAPS
+    after = network.object_pose.drawer(grid, state, action, 0, torch.randn(2, POSE_MAPS, 8, 8))
+    for got, want, prior in zip(after, before, network.forward_prior(grid, state, action, 0), strict=True):
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(prior, want)
+    # The same structure comes from the config: a checkpoint of it loads into a fresh network.
+    WorldActionNetwork(network.config).load_state_dict(network.state_dict())
+    with pytest.raises(ValueError, match="already carries an object"):
+        attach_object_pose(network, (0,))
+
+
+def test_the_fit_learns_the_effector_and_the_readout_and_teaches_the_prior_the_maps(prepared):
+    data, trained = prepared
+    network = WorldActionNetwork(trained.config)
+    network.load_state_dict(trained.state_dict())
+    domains = tuple(data.data[n].embodiment.domain_id for n in object_embodiments(data))
+    attach_object_pose(network, domains)
+    stem = network.object_pose.drawer.stem.weight[:, -POSE_MAPS:].clone()
+    prior_before = {k: v.clone() for k, v in trained.forward_prior.state_dict().items()}
+    untrained = fit_object_pose(network, data, fit_steps=1, prior_steps=0, rollout=3, seed=0, progress=False)
+    network2 = WorldActionNetwork(trained.config)
+    network2.load_state_dict(trained.state_dict())
+    attach_object_pose(network2, domains)
+    report = fit_object_pose(network2, data, fit_steps=300, prior_steps=5, rollout=3, seed=0, progress=False)
+    for name in ("point", "arm2"):
+        assert report[f"{name}_effector_mm"] < 0.25 * untrained[f"{name}_effector_mm"]
+        assert report[f"{name}_effector_mm"] < 15.0
+    assert report["readout_mm"] < 0.7 * untrained["readout_mm"]
+    assert torch.equal(network.object_pose.drawer.stem.weight[:, -POSE_MAPS:], stem)  # prior_steps=0: untouched
+    assert network2.object_pose.drawer.stem.weight[:, -POSE_MAPS:].abs().sum() > 0  # now it reads the maps
+    # The forward prior itself is left as trained (agent states, the MoT's rollout).
+    assert all(torch.equal(v, prior_before[k]) for k, v in network2.forward_prior.state_dict().items())
+    assert not any(p.requires_grad for p in network2.object_pose.parameters())
+
+
+def test_bad_arguments_are_refused_by_name(prepared):
+    data, network = prepared
+    with pytest.raises(ValueError, match="carries no object"):
+        fit_object_pose(network, data, fit_steps=1, prior_steps=0, rollout=3, seed=0, progress=False)
+    with pytest.raises(ValueError, match="fit_steps=0"):
+        fit_object_pose(network, data, fit_steps=0, prior_steps=0, rollout=3, seed=0, progress=False)
