@@ -286,15 +286,6 @@ class Trainer:
             declarations=load_declarations(config.declarations),
             fps=config.fps,
         )
-        if config.object_fit_steps:
-            carried = object_embodiments(self.data)
-            if not carried:
-                raise ValueError(
-                    f"object_fit_steps={config.object_fit_steps} but no dataset records a PushBlock block's pose "
-                    f"({OBS_ENV_STATE}); expected point or arm2 datasets, or object_fit_steps=0"
-                )
-            domains = tuple(self.data.data[n].embodiment.domain_id for n in carried)
-            model_config = replace(model_config, object_pose_domains=domains)
         previous = load_checkpoint(config.out, with_training=True) if resume_world_model else None
         # Killed before the world model's first checkpoint: the phase that was running continues.
         phase = load_phase(config.out) if resume and not resume_world_model else None
@@ -361,6 +352,15 @@ class Trainer:
             self.fast_decoder_psnr = None
         self.autoencoder.requires_grad_(False).eval()
         self.data.prepare(self.autoencoder)
+        if config.object_fit_steps and model_config.forward_prior:  # (without a prior: refused below)
+            carried = object_embodiments(self.data)
+            if not carried:
+                raise ValueError(
+                    f"object_fit_steps={config.object_fit_steps} but no dataset records a PushBlock block's pose "
+                    f"({OBS_ENV_STATE}); expected point or arm2 datasets, or object_fit_steps=0"
+                )
+            domains = tuple(self.data.data[n].embodiment.domain_id for n in carried)
+            model_config = replace(model_config, object_pose_domains=domains)
 
         torch.manual_seed(config.seed + 1)
         self.network = WorldActionNetwork(model_config).to(self.device)
@@ -384,6 +384,8 @@ class Trainer:
         # Frozen from here on: the MoT learns its correction against the rollout it will be given.
         if self.network.forward_prior is not None:
             self.network.forward_prior.requires_grad_(False)
+        if self.network.object_pose is not None:  # trained with the prior; the MoT never reads it
+            self.network.object_pose.requires_grad_(False)
         if config.prior_steps:  # trained alone: the MoT's steps draw no prior batch
             self.network.action_prior.requires_grad_(False)
         self.ema = copy.deepcopy(self.network).requires_grad_(False)

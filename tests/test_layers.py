@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "action_prior_training",
         "forward_prior_training",
         "rollout_decoder_training",
+        "object_pose_training",
         "train",
         "rollout",
     ),

@@ -44,6 +44,7 @@ def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_ste
     }
     assert train["forward_finetune_steps"] > 0 and train["forward_finetune_rollout"] == 8
     assert train["rollout_decoder_steps"] > 0  # the decoder is fitted to the prior's rollouts
+    assert train["object_fit_steps"] > 0 and train["object_prior_steps"] > 0  # the env carries the block
     assert train["fast_decoder_steps"] > 0 and train["steps"] < previous.train["steps"]
     assert train["prior_steps"] > train["steps"]  # the action prior trains alone, on its own schedule
     assert not previous.train.get("prior_steps") and not previous.train.get("fast_decoder_steps")
@@ -58,3 +59,9 @@ def test_the_shipped_default_was_trained_with_the_default_recipes_model():
     shipped = json.loads((default_checkpoint_path() / "config.json").read_text())["model"]
     for key, value in get_recipe("default").train["model_overrides"].items():
         assert shipped[key] == value, key
+
+
+def test_the_shipped_default_carries_the_block_for_both_robots():
+    config = json.loads((default_checkpoint_path() / "config.json").read_text())
+    domains = {name: entry["embodiment"]["domain_id"] for name, entry in config["embodiments"].items()}
+    assert sorted(config["model"]["object_pose_domains"]) == sorted([domains["point"], domains["arm2"]])

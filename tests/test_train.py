@@ -234,6 +234,9 @@ def test_learning_rate_warms_up_then_decays():
         ({"prior_steps": -1}, "prior_steps=-1"),
         ({"prior_lr": 0.0}, "prior_lr=0.0"),
         ({"prior_steps": 5, "prior_batch": 0}, "prior_steps=5 but prior_batch=0"),
+        ({"object_fit_steps": -1}, "object_fit_steps=-1"),
+        ({"forward_steps": 0, "object_fit_steps": 3}, "object_fit_steps=3.*forward_steps=0"),
+        ({"forward_steps": 5, "object_prior_steps": 3}, "object_fit_steps=0, object_prior_steps=3"),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):
@@ -248,6 +251,10 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     assert {"latent_mse", "copy_mse", "state_rmse", "seconds"} <= set(measured) and measured["seconds"] > 0
     fitted = measured["decoder_on_rollouts"]  # the smoke recipe fits the decoder to the prior's rollouts
     assert {"psnr_before", "psnr_after", "seconds"} <= set(fitted) and fitted["seconds"] > 0
+    # The smoke recipe carries the block for both robots: its parts are fitted and saved with the model.
+    carried = measured["object_pose"]
+    assert {"readout_mm", "point_effector_mm", "arm2_push_mm_pushed", "drawer_loss"} <= set(carried)
+    assert ckpt.network.object_pose is not None and len(ckpt.network.config.object_pose_domains) == 2
 
 
 def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):

@@ -314,7 +314,8 @@ def test_the_shipped_default_loads_in_one_line_and_predicts():
     from cosmos_robot.world_model import default_checkpoint_path
 
     size = sum(p.stat().st_size for p in default_checkpoint_path().iterdir())
-    assert size <= 20 * 2**20, f"the shipped default is {size / 2**20:.1f} MB; the budget is 20 MB"
+    # 24 MB: the MoT, both priors and the block's drawer (a second forward prior) in float16.
+    assert size <= 24 * 2**20, f"the shipped default is {size / 2**20:.1f} MB; the budget is 24 MB"
     model = WorldActionModel.from_pretrained("default")
     assert model.embodiments == ["arm2", "point"] and model.config.d_model == 192  # the `small` preset
     env = gym.make("cosmos_robot/PushBlockPoint-v0")
