@@ -118,7 +118,8 @@ def main() -> None:
         network = checkpoint.network
         val = data.transitions("val", steps=ROLLOUT_STEPS)
         report["old_prior"] = dataclasses.asdict(rollout_error(network, val))
-        config = network.config
+        # The block's drawer is a copy of the old prior: it goes with it (--object-fit-steps fits a new one).
+        config = ModelConfig.from_dict(network.config.to_dict() | {"object_pose_domains": []})
         if refit_prior:
             changes = {
                 "forward_width": args.forward_width or config.forward_width,
@@ -129,7 +130,9 @@ def main() -> None:
         refit = WorldActionNetwork(config)
         # A fresh prior keeps everything but the old prior; a fine-tuned one starts from it too.
         kept = {
-            k: v for k, v in network.state_dict().items() if args.forward_finetune or not k.startswith("forward_prior.")
+            k: v
+            for k, v in network.state_dict().items()
+            if (args.forward_finetune or not k.startswith("forward_prior.")) and not k.startswith("object_pose.")
         }
         refit.load_state_dict(kept, strict=False)
         train_forward_prior(
@@ -160,6 +163,11 @@ def main() -> None:
 
     if args.object_fit_steps:
         network = checkpoint.network.float()
+        if network.object_pose is not None:  # fitted anew: drop the checkpoint's own
+            config = ModelConfig.from_dict(network.config.to_dict() | {"object_pose_domains": []})
+            plain = WorldActionNetwork(config)
+            plain.load_state_dict({k: v for k, v in network.state_dict().items() if not k.startswith("object_pose.")})
+            network = plain
         carried = object_embodiments(data)
         if not carried:
             raise SystemExit(f"--recipe {args.recipe}: no dataset records the block's pose; nothing to carry")

@@ -28,7 +28,10 @@ def test_refit_replaces_the_prior_and_adds_a_fast_decoder(smoke_checkpoint, smok
     assert {"fast_decoder_psnr", "old_prior", "new_prior"} <= set(report)
     before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
     assert after.network.config.forward_width == 16 and after.autoencoder.fast_decoder is not None
-    kept = {k: v for k, v in before.network.state_dict().items() if not k.startswith("forward_prior.")}
+    assert after.network.object_pose is None  # the block's drawer was a copy of the replaced prior
+    kept = {
+        k: v for k, v in before.network.state_dict().items() if not k.startswith(("forward_prior.", "object_pose."))
+    }
     for name, value in kept.items():
         torch.testing.assert_close(after.network.state_dict()[name], value, rtol=0, atol=0)
     for name, value in before.autoencoder.state_dict().items():
@@ -51,8 +54,10 @@ def test_finetune_trains_the_checkpoints_own_prior_and_keeps_the_rest(smoke_chec
     old, new = before.network.state_dict(), after.network.state_dict()
     prior = [k for k in old if k.startswith("forward_prior.")]
     assert any(not torch.equal(old[k], new[k]) for k in prior)  # it trained...
+    assert after.network.object_pose is None  # (the block's drawer went with the old prior)
     for name in old:
-        if name not in prior:  # ...and nothing else changed, the autoencoder (and its fast decoder) included
+        # ...and nothing else changed, the autoencoder (and its fast decoder) included
+        if name not in prior and not name.startswith("object_pose."):
             torch.testing.assert_close(new[name], old[name], rtol=0, atol=0)
     for name, value in before.autoencoder.state_dict().items():
         torch.testing.assert_close(after.autoencoder.state_dict()[name], value, rtol=0, atol=0)
@@ -91,4 +96,23 @@ def test_rollout_decoder_steps_fit_the_decoder_alone(smoke_checkpoint, smoke_dat
     assert any(not torch.equal(old[k], new[k]) for k in old if k.startswith("decoder."))
     for name in old:
         if not name.startswith("decoder."):
+            torch.testing.assert_close(new[name], old[name], rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_the_block_is_fitted_anew_and_the_rest_kept(smoke_checkpoint, smoke_data, tmp_path):
+    data_dir = Path(smoke_data[0]).parent
+    out = tmp_path / "block"
+    args = ["--checkpoint", str(smoke_checkpoint), "--recipe", "smoke", "--data-dir", str(data_dir), "--out", str(out)]
+    args += ["--fast-decoder-steps", "0", "--object-fit-steps", "3", "--object-prior-steps", "2"]
+    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    assert {"readout_mm", "point_effector_mm", "drawer_loss"} <= set(report["object_pose"])
+    before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
+    assert after.network.config.object_pose_domains == before.network.config.object_pose_domains
+    old, new = before.network.state_dict(), after.network.state_dict()
+    assert any(not torch.equal(old[k], new[k]) for k in old if k.startswith("object_pose."))  # fitted anew...
+    for name in old:
+        if not name.startswith("object_pose."):  # ...and nothing else changed
             torch.testing.assert_close(new[name], old[name], rtol=0, atol=0)
