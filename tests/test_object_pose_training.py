@@ -58,7 +58,7 @@ def test_the_fit_learns_the_effector_and_the_readout_and_teaches_the_prior_the_m
     network2 = WorldActionNetwork(trained.config)
     network2.load_state_dict(trained.state_dict())
     attach_object_pose(network2, domains)
-    report = fit_object_pose(network2, data, fit_steps=300, prior_steps=5, rollout=3, seed=0, progress=False)
+    report = fit_object_pose(network2, data, fit_steps=100, prior_steps=3, rollout=3, seed=0, progress=False)
     for name in ("point", "arm2"):
         assert report[f"{name}_effector_mm"] < 0.25 * untrained[f"{name}_effector_mm"]
         assert report[f"{name}_effector_mm"] < 15.0
