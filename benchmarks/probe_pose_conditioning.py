@@ -55,34 +55,20 @@ from cosmos_robot.eval.fd_fidelity import record_mujoco  # noqa: E402
 from cosmos_robot.keys import ACTION, OBS_ENV_STATE, OBS_STATE  # noqa: E402
 from cosmos_robot.model.config import ModelConfig  # noqa: E402
 from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss  # noqa: E402
+from cosmos_robot.model.object_pose import MAPS_PER_POSE, PoseReadout, pose_maps  # noqa: E402
 from cosmos_robot.model.stems import grid_tokens, latent_grids  # noqa: E402
 from cosmos_robot.part_training import train_part  # noqa: E402
 from cosmos_robot.policies.pixel_expert import perceive  # noqa: E402
 from cosmos_robot.seeds import FD_SEED  # noqa: E402
 from cosmos_robot.world_model import WorldActionModel  # noqa: E402
 
-# Maps per pose: a Gaussian round the block's cell, times (1, column offset, row offset, cos 4 yaw,
-# sin 4 yaw) -- a square block looks the same every quarter turn.
-MAPS_PER_POSE = 5
 HORIZONS = (1, 8, 16)
-
-
-def pose_maps(poses: torch.Tensor, side: int, sigma: float) -> torch.Tensor:
-    """Block poses (B, 3: x, y metres, yaw) -> maps (B, 5, side, side) on the latent grid of the top-down
-    camera (x right, y up, the table edge to edge)."""
-    col = (poses[:, 0] / TABLE_HALF + 1.0) * side / 2 - 0.5
-    row = (1.0 - poses[:, 1] / TABLE_HALF) * side / 2 - 0.5
-    rows, cols = torch.meshgrid(torch.arange(side).float(), torch.arange(side).float(), indexing="ij")
-    dx, dy = cols[None] - col[:, None, None], rows[None] - row[:, None, None]
-    near = torch.exp(-(dx**2 + dy**2) / (2 * sigma**2))
-    turn = 4.0 * poses[:, 2, None, None]
-    return torch.stack([near, near * dx, near * dy, near * torch.cos(turn), near * torch.sin(turn)], 1)
 
 
 def step_maps(poses: torch.Tensor, side: int, sigma: float) -> torch.Tensor:
     """Pose sequences (B, R + 1, 3) -> each step's maps (B, R, 10, side, side): the pose now and next."""
     b, r = poses.shape[0], poses.shape[1] - 1
-    maps = pose_maps(poses.flatten(0, 1), side, sigma).view(b, r + 1, MAPS_PER_POSE, side, side)
+    maps = pose_maps(poses.flatten(0, 1), side, TABLE_HALF, sigma).view(b, r + 1, MAPS_PER_POSE, side, side)
     return torch.cat([maps[:, :-1], maps[:, 1:]], 2)
 
 
@@ -135,46 +121,10 @@ def rolled_poses(
     return out
 
 
-class PoseReadout(nn.Module):
-    """The block's pose (x, y metres, yaw) read from a latent grid (B, C, h, w): a soft-argmax over the
-    cells (with a sub-cell offset per cell) for the place, the same weights over per-cell (cos, sin) of
-    4 yaw for the turn -- the readout a model would use to find the block in the first frame."""
-
-    def __init__(self, channels: int, width: int = 64) -> None:
-        super().__init__()
-        self.net = nn.Sequential(
-            nn.Conv2d(channels + 2, width, 3, padding=1),
-            nn.GELU(),
-            nn.Conv2d(width, width, 3, padding=1),
-            nn.GELU(),
-            nn.Conv2d(width, width, 3, padding=1),
-            nn.GELU(),
-            nn.Conv2d(width, 5, 1),
-        )
-        self.place = nn.Linear(2, 2)
-
-    def forward(self, grid: torch.Tensor) -> torch.Tensor:
-        """(B, 4): x, y in centimetres and cos, sin of 4 yaw."""
-        b, _, h, w = grid.shape
-        rows, cols = torch.linspace(-1, 1, h), torch.linspace(-1, 1, w)
-        coords = torch.stack(torch.meshgrid(rows, cols, indexing="ij"))
-        out = self.net(torch.cat([grid, coords[None].expand(b, -1, -1, -1)], 1)).flatten(2)
-        weights = out[:, 0].softmax(-1)
-        where = coords.flatten(1).flip(0)[None] + 0.3 * out[:, 1:3]
-        place = self.place((where * weights[:, None]).sum(-1)) * TABLE_HALF * 100.0
-        return torch.cat([place, (out[:, 3:] * weights[:, None]).sum(-1)], 1)
-
-    @torch.no_grad()
-    def poses(self, grid: torch.Tensor) -> torch.Tensor:
-        """(B, 3) poses in metres and radians."""
-        out = self(grid)
-        return torch.cat([out[:, :2] / 100.0, torch.atan2(out[:, 3], out[:, 2])[:, None] / 4.0], 1)
-
-
 def fit_pose_readout(grids: torch.Tensor, poses: torch.Tensor, steps: int, seed: int) -> PoseReadout:
     """Fit :class:`PoseReadout` to latent grids (N, C, h, w) and their recorded poses (N, 3)."""
-    readout = PoseReadout(grids.shape[1])
-    targets = torch.cat([poses[:, :2] * 100.0, torch.cos(4 * poses[:, 2:]), torch.sin(4 * poses[:, 2:])], 1)
+    readout = PoseReadout(grids.shape[1], TABLE_HALF)
+    targets = PoseReadout.targets(poses)
 
     def step_loss(rng: torch.Generator) -> torch.Tensor:
         index = torch.randint(len(grids), (256,), generator=rng)

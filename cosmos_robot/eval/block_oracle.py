@@ -28,6 +28,7 @@ from torch import nn
 
 from cosmos_robot.datasets.lerobot_io import grouped_episode_ends, load_lerobot
 from cosmos_robot.envs.push_block import effector_from_state
+from cosmos_robot.model.object_pose import three_layer_mlp
 
 ENVIRONMENT_STATE = "observation.environment_state"
 POSE_NAMES = ("block_x", "block_y", "block_yaw")
@@ -149,15 +150,7 @@ class BlockDynamics(nn.Module):
         self.register_buffer("mean", mean)
         self.register_buffer("std", std)
         self.register_buffer("scale", torch.tensor(TARGET_SCALE))
-        self.net = nn.Sequential(
-            nn.Linear(inputs, hidden),
-            nn.GELU(),
-            nn.Linear(hidden, hidden),
-            nn.GELU(),
-            nn.Linear(hidden, hidden),
-            nn.GELU(),
-            nn.Linear(hidden, 3),
-        )
+        self.net = three_layer_mlp(inputs, 3, hidden)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """Scaled pose change (B, 3), in the block's frame, of features (B, F) from :func:`_features`."""

@@ -128,21 +128,7 @@ class WorldActionNetwork(nn.Module):
         self.inverse_prior = InversePrior(
             config.latent_channels, config.latent_grid * config.patch_merge, config.action_width, config.num_domains
         )
-        self.forward_prior = (
-            ForwardPrior(
-                config.latent_channels,
-                config.state_width,
-                config.action_width,
-                config.num_domains,
-                width=config.forward_width,
-                blocks=config.forward_blocks,
-                warp=config.forward_warp,
-                block=config.forward_block,
-                bfloat16=config.forward_bfloat16,
-            )
-            if config.forward_prior
-            else None
-        )
+        self.forward_prior = self._new_forward_prior() if config.forward_prior else None
         # The pose of a pushed object, for the embodiments whose data record one (model/object_pose.py).
         self.object_pose = (
             ObjectPose(
@@ -151,18 +137,7 @@ class WorldActionNetwork(nn.Module):
                 config.action_width,
                 config.object_pose_domains,
                 config.object_half_extent,
-                ForwardPrior(
-                    config.latent_channels,
-                    config.state_width,
-                    config.action_width,
-                    config.num_domains,
-                    width=config.forward_width,
-                    blocks=config.forward_blocks,
-                    warp=config.forward_warp,
-                    block=config.forward_block,
-                    bfloat16=config.forward_bfloat16,
-                    extra_inputs=POSE_MAPS,
-                ),
+                self._new_forward_prior(extra_inputs=POSE_MAPS),
             )
             if config.object_pose_domains
             else None
@@ -193,6 +168,22 @@ class WorldActionNetwork(nn.Module):
         for layer in (self.frame_out, self.state_out):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
+
+    def _new_forward_prior(self, extra_inputs: int = 0) -> ForwardPrior:
+        """A forward prior of this config's shape (the block's drawer is one with the pose maps' inputs)."""
+        config = self.config
+        return ForwardPrior(
+            config.latent_channels,
+            config.state_width,
+            config.action_width,
+            config.num_domains,
+            width=config.forward_width,
+            blocks=config.forward_blocks,
+            warp=config.forward_warp,
+            block=config.forward_block,
+            bfloat16=config.forward_bfloat16,
+            extra_inputs=extra_inputs,
+        )
 
     # -- positions --------------------------------------------------------------------------------------
     def _time(self, seconds: torch.Tensor) -> torch.Tensor:

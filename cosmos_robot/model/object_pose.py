@@ -120,7 +120,8 @@ class PoseReadout(nn.Module):
         return torch.cat([out[:, :2] / 100.0, torch.atan2(out[:, 3], out[:, 2])[:, None] / 4.0], 1)
 
 
-def _mlp(inputs: int, outputs: int, hidden: int) -> nn.Sequential:
+def three_layer_mlp(inputs: int, outputs: int, hidden: int) -> nn.Sequential:
+    """Three hidden GELU layers of ``hidden`` units: the push and effector MLPs (and the block oracle's)."""
     return nn.Sequential(
         nn.Linear(inputs, hidden),
         nn.GELU(),
@@ -166,9 +167,9 @@ class ObjectPose(nn.Module):
         self.drawer = drawer
         self.half_extent = float(half_extent)
         self.readout = PoseReadout(latent_channels, self.half_extent)
-        self.effector = nn.ModuleDict({str(d): _mlp(3 * state_width, 2, hidden) for d in self.domains})
+        self.effector = nn.ModuleDict({str(d): three_layer_mlp(3 * state_width, 2, hidden) for d in self.domains})
         push_inputs = PUSH_FEATURES + action_width
-        self.push = nn.ModuleDict({str(d): _mlp(push_inputs, 3, hidden) for d in self.domains})
+        self.push = nn.ModuleDict({str(d): three_layer_mlp(push_inputs, 3, hidden) for d in self.domains})
         # Feature normalisation of each push MLP, set from its training data (identity until then).
         self.register_buffer("push_mean", torch.zeros(len(self.domains), push_inputs))
         self.register_buffer("push_std", torch.ones(len(self.domains), push_inputs))
