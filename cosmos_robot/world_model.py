@@ -468,8 +468,8 @@ class WorldActionModel:
             return tokens, states[..., : entry.embodiment.state_dim].float().cpu().numpy(), tokens
         objects = self.network.object_pose
         last = context_tokens[:, -1]
-        drawn = latent_grids(last[None, :, :gg].transpose(0, 1), self.config)[:, 0]
-        grid = latent_grids(last[None, :, gg : 2 * gg].transpose(0, 1), self.config)[:, 0]
+        drawn = latent_grids(context_tokens[:, -1:, :gg], self.config)[:, 0]
+        grid = latent_grids(context_tokens[:, -1:, gg : 2 * gg], self.config)[:, 0]
         memory, known = last[:, 2 * gg, :MEMORY_WIDTH], last[:, 2 * gg, MEMORY_WIDTH] > 0.5
         if draw and not known.all():  # a start, or frames not drawn since: read the object where it is drawn
             memory = torch.where(known[:, None], memory, objects.start(drawn, state, domain))
