@@ -24,9 +24,9 @@ from ``--fd-seed``), rolled from the encoded first frame: `eval fd` reads the en
 residual over the plain decode used here), so its shipped row is the comparable one, not its number.
 
 The poses come from ``observation.environment_state`` (block x, y, yaw first) and the oracle's effector
-from the robot's kinematics: this is a probe of a design, not something the env can run yet.
-
-    .venv/bin/python benchmarks/probe_pose_conditioning.py --data data/point_* data/arm2_* --json out/pose.json
+from the robot's kinematics. The shipped env now carries the pose this way (``model/object_pose.py``:
+its readout, maps and push MLP are the ones used here); this probe measures the design's parts one at a
+time, on a prior fine-tuned here.
 """
 
 from __future__ import annotations
@@ -366,7 +366,8 @@ def main() -> None:
         latent_grids(train.latents[:, None], config)[:, 0], poses["train"], args.readout_steps, args.seed
     )
     val_grids = latent_grids(data.transitions("val", 1).latents[:, None], config)[:, 0]
-    read = torch.cat([readout.poses(val_grids[i : i + 1024]) for i in range(0, len(val_grids), 1024)])
+    with torch.no_grad():
+        read = torch.cat([readout.poses(val_grids[i : i + 1024]) for i in range(0, len(val_grids), 1024)])
     place_mm = (read[:, :2] - poses["val"][:, :2]).norm(dim=-1) * 1000.0
     turn = (read[:, 2] - poses["val"][:, 2]) * 4.0
     report["pose readout on held-out frames"] = {
@@ -409,7 +410,8 @@ def main() -> None:
         # that carries the pose would have to go on), from the recorded first pose or one read from the frame.
         own_states = np.concatenate([real["states"][:, :1], data.processor.states_out(name, predicted.numpy())], 1)
         read_start = real["block_pose"].copy()
-        read_start[:, 0] = readout.poses(starts.grid).numpy()
+        with torch.no_grad():
+            read_start[:, 0] = readout.poses(starts.grid).numpy()
         for label, first in (("", real["block_pose"]), (", the first pose read from the frame", read_start)):
             poses_rolled = rolled_poses(
                 dynamics_of[name], recorded_episodes(name, own_states, real["actions"], first), [0] * n, horizon
