@@ -43,7 +43,6 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from torch import nn  # noqa: E402
 
 from cosmos_robot.atomic import write_file_atomic  # noqa: E402
 from cosmos_robot.datasets.training_set import TrainingSet  # noqa: E402
@@ -57,6 +56,7 @@ from cosmos_robot.model.config import ModelConfig  # noqa: E402
 from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss  # noqa: E402
 from cosmos_robot.model.object_pose import MAPS_PER_POSE, PoseReadout, pose_maps  # noqa: E402
 from cosmos_robot.model.stems import grid_tokens, latent_grids  # noqa: E402
+from cosmos_robot.object_pose_training import fit_readout  # noqa: E402
 from cosmos_robot.part_training import train_part  # noqa: E402
 from cosmos_robot.policies.pixel_expert import perceive  # noqa: E402
 from cosmos_robot.seeds import FD_SEED  # noqa: E402
@@ -124,14 +124,8 @@ def rolled_poses(
 def fit_pose_readout(grids: torch.Tensor, poses: torch.Tensor, steps: int, seed: int) -> PoseReadout:
     """Fit :class:`PoseReadout` to latent grids (N, C, h, w) and their recorded poses (N, 3)."""
     readout = PoseReadout(grids.shape[1], TABLE_HALF)
-    targets = PoseReadout.targets(poses)
-
-    def step_loss(rng: torch.Generator) -> torch.Tensor:
-        index = torch.randint(len(grids), (256,), generator=rng)
-        return nn.functional.smooth_l1_loss(readout(grids[index]), targets[index], beta=0.2)
-
-    train_part(readout, step_loss, steps, 3e-3, seed, "pose readout", True, None)
-    return readout.eval()
+    fit_readout(readout, grids, poses, steps, seed)
+    return readout
 
 
 @dataclass

@@ -111,6 +111,19 @@ def _fit(module: nn.Module, loss: callable, steps: int, lr: float, seed: int, la
     return float(losses[-1]) if losses else float("nan")
 
 
+def fit_readout(
+    readout: PoseReadout, grids: torch.Tensor, poses: torch.Tensor, steps: int, seed: int, progress: bool = True
+) -> float:
+    """Fit ``readout`` to latent grids (N, C, h, w) and their recorded poses (N, 3); returns the last loss."""
+    targets = PoseReadout.targets(poses)
+
+    def readout_loss(rng: torch.Generator) -> torch.Tensor:
+        index = torch.randint(len(grids), (256,), generator=rng)
+        return nn.functional.smooth_l1_loss(readout(grids[index]), targets[index], beta=0.2)
+
+    return _fit(readout, readout_loss, steps, 3e-3, seed, "object readout", progress)
+
+
 def fit_object_pose(
     network: WorldActionNetwork,
     data: TrainingSet,
@@ -158,13 +171,7 @@ def fit_object_pose(
     poses, known = _rows_poses(data, "train", names)
     table = data.transitions("train", 1)
     grids = latent_grids(table.latents[known][:, None], config)[:, 0].float()
-    targets = PoseReadout.targets(poses[known])
-
-    def readout_loss(rng: torch.Generator) -> torch.Tensor:
-        index = torch.randint(len(grids), (256,), generator=rng)
-        return nn.functional.smooth_l1_loss(objects.readout(grids[index]), targets[index], beta=0.2)
-
-    _fit(objects.readout, readout_loss, fit_steps, 3e-3, seed, "object readout", progress)
+    fit_readout(objects.readout, grids, poses[known], fit_steps, seed, progress)
     val_poses, val_known = _rows_poses(data, "val", names)
     val_grids = latent_grids(data.transitions("val", 1).latents[val_known][:, None], config)[:, 0].float()
     with torch.no_grad():

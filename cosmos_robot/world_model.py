@@ -318,9 +318,9 @@ class WorldActionModel:
         prior_only = self.forward_path == "prior" or (self.forward_path == "full" and not rewards)
         # With an object, frames and states are the prior's (carrying the object) on the full path too:
         # the MoT's own rollout does not carry it, and only its reward and success are read.
-        objects = self._carries_objects(entry) and self.forward_path == "full"
+        with_object = self._carries_objects(entry) and self.forward_path == "full"
         given = None
-        if (prior_only or objects) and self.network.forward_prior is not None:
+        if (prior_only or with_object) and self.network.forward_prior is not None:
             state_norm = np.zeros((b, self.config.state_width), np.float32)
             if state is not None:
                 state_norm = self.processor.states_in(embodiment, state)
@@ -473,12 +473,15 @@ class WorldActionModel:
         memory, known = last[:, 2 * gg, :MEMORY_WIDTH], last[:, 2 * gg, MEMORY_WIDTH] > 0.5
         if draw and not known.all():  # a start, or frames not drawn since: read the object where it is drawn
             memory = torch.where(known[:, None], memory, objects.start(drawn, state, domain))
+        effector = objects.effector_of(state, domain) if draw else None
         grids, drawn_grids, states, memories = [], [], [], []
         for k in range(horizon):
             grid_change, state_change = prior(grid, state, actions_in[:, k], domain)
             state_after = (state + state_change) * channels
             if draw:
-                memory = objects.step(memory, state, state_after, actions_in[:, k], domain)
+                effector_after = objects.effector_of(state_after, domain)
+                memory = objects.step(memory, effector, effector_after, actions_in[:, k], domain)
+                effector = effector_after
                 maps = step_maps(memory[:, :3], memory[:, 3:6], drawn.shape[-1], objects.half_extent)
                 drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]
             grid, state = grid + grid_change, state_after

@@ -251,8 +251,7 @@ class ForwardPrior(nn.Module):
         """
         b, _, h, w = grid.shape
         if extra is None and self.extra_inputs:
-            # Not told: the maps at zero, which a prior trained with them also learns (an embodiment
-            # without the object, the agent-state rollout of docs/model.md "Object pose").
+            # Not told: the maps at zero, what a prior reads before its added inputs are trained.
             extra = grid.new_zeros(b, self.extra_inputs, h, w)
         given = 0 if extra is None else extra.shape[1]
         if given != self.extra_inputs:

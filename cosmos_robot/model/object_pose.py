@@ -219,15 +219,15 @@ class ObjectPose(nn.Module):
     def step(
         self,
         memory: torch.Tensor,
-        state: torch.Tensor,
-        state_after: torch.Tensor,
+        effector: torch.Tensor,
+        effector_after: torch.Tensor,
         action: torch.Tensor,
         domain: int,
     ) -> torch.Tensor:
-        """The memory (B, 8) after one step from ``memory`` (B, 8), the agent going from ``state`` to
-        ``state_after`` (B, state_width, normalised) under ``action`` (B, action_width, normalised)."""
+        """The memory (B, 8) after one step from ``memory`` (B, 8), the effector going from ``effector`` to
+        ``effector_after`` (B, 2; :meth:`effector_of` the agent states, which a rollout computes once per
+        step) under ``action`` (B, action_width, normalised)."""
         before, pose, effector_before = memory[:, :3], memory[:, 3:6], memory[:, 6:8]
-        effector, effector_after = self.effector_of(state, domain), self.effector_of(state_after, domain)
         change = self.push_change(
             self.push_features(pose, before, effector_before, effector, effector_after, action), domain
         )

@@ -66,7 +66,8 @@ def test_an_untrained_push_leaves_the_pose_and_the_memory_keeps_its_layout():
         torch.nn.init.zeros_(mlp[-1].bias)
     memory = torch.tensor([[0.01, 0.02, 0.1, 0.03, 0.04, 0.2, -0.1, 0.1]])
     state, after = torch.zeros(1, 3), torch.full((1, 3), 0.1)
-    stepped = objects.step(memory, state, after, torch.zeros(1, 2), 1)
+    effector, effector_after = objects.effector_of(state, 1), objects.effector_of(after, 1)
+    stepped = objects.step(memory, effector, effector_after, torch.zeros(1, 2), 1)
     assert stepped.shape == (1, MEMORY_WIDTH)
     torch.testing.assert_close(stepped[:, :3], memory[:, 3:6])  # the pose now becomes the pose before
     torch.testing.assert_close(stepped[:, 3:6], memory[:, 3:6])  # not pushed: where it was
