@@ -6,7 +6,8 @@ in ``envs.push_block`` give):
 
 1. the pose readout, on the latents of every training frame and its recorded pose;
 2. per embodiment, the effector map (normalised agent state -> effector, by the robot's kinematics)
-   and the push MLP (the recorded push of every training step, in the block's frame);
+   and the push MLP (the recorded push of every training step, in the block's frame), then optionally
+   fine-tuned on 16-step rollouts of its own poses (the drift of a carried push adds up step by step);
 3. the drawer, a copy of the trained prior given two maps per pose (``ForwardPrior.add_inputs``), on
    rollouts of the recorded sequences teacher-forced with the recorded poses (the sequences of an
    embodiment without the object get the maps at zero).
@@ -37,6 +38,14 @@ from cosmos_robot.part_training import train_part
 
 # A step that moves the block more than this (mm) counts as a push in the report.
 PUSHED_MM = 2.0
+# A rollout window that moves the block more than this (mm) counts as a push.
+PUSHED_WINDOW_MM = 5.0
+# Windows per step of the push MLP's rollout training, and the share of them that push the block (the
+# rest are whatever the data hold: a block at rest must stay at rest).
+PUSH_ROLLOUT_BATCH = 256
+PUSHED_SHARE = 0.8
+# Steps per rollout of that training: the horizon the fidelity bars read.
+PUSH_ROLLOUT = 16
 
 
 def object_embodiments(data: TrainingSet) -> list[str]:
@@ -78,27 +87,120 @@ def _rows_poses(data: TrainingSet, split: str, names: list[str]) -> tuple[torch.
     return torch.from_numpy(np.concatenate(poses)), torch.from_numpy(np.concatenate(known))
 
 
-def _push_examples(data: TrainingSet, name: str, objects: ObjectPose) -> tuple[torch.Tensor, torch.Tensor]:
-    """The push MLP's inputs (N, F) and targets (N, 3) of every training step of embodiment ``name``."""
-    episodes = data.data[name].train.episodes
+@dataclasses.dataclass(frozen=True)
+class PushRecord:
+    """One embodiment's recorded pushes: poses (N, 3), effectors (N, 2, by the robot's kinematics),
+    normalised actions (N, action_width) and each episode's [start, end) rows."""
+
+    poses: torch.Tensor
+    effector: torch.Tensor
+    actions: torch.Tensor
+    bounds: list[tuple[int, int]]
+
+    def before(self, rows: torch.Tensor) -> torch.Tensor:
+        """The row a step before each of ``rows`` (the row itself at an episode's start: at rest)."""
+        starts = torch.tensor([start for start, _ in self.bounds])
+        at_start = torch.zeros(len(self.poses), dtype=torch.bool)
+        at_start[starts] = True
+        return torch.where(at_start[rows], rows, rows - 1)
+
+    def windows(self, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every row that starts ``steps`` steps inside its episode, and how far (mm) the block moves over them."""
+        rows = torch.cat([torch.arange(start, max(start, end - steps)) for start, end in self.bounds])
+        return rows, (self.poses[rows + steps, :2] - self.poses[rows, :2]).norm(dim=-1) * 1000.0
+
+
+def push_record(data: TrainingSet, name: str, split: str) -> PushRecord:
+    """The recorded pushes of embodiment ``name`` in ``split``."""
+    episodes = getattr(data.data[name], split).episodes
     states = np.asarray(episodes.data[OBS_STATE], np.float64)
-    actions = torch.from_numpy(data.processor.actions_in(name, np.asarray(episodes.data[ACTION])))
-    poses = torch.from_numpy(np.asarray(episodes.data[OBS_ENV_STATE], np.float64)[:, :3]).float()
-    effector = torch.from_numpy(effector_from_state(name, states)).float()
-    inputs, targets = [], []
-    start = 0
-    for end in episodes.episode_ends:
-        t = torch.arange(start, int(end) - 1)
-        before = torch.clamp(t - 1, min=start)
-        inputs.append(
-            objects.push_features(poses[t], poses[before], effector[before], effector[t], effector[t + 1], actions[t])
+    ends = [int(end) for end in episodes.episode_ends]
+    return PushRecord(
+        poses=torch.from_numpy(np.asarray(episodes.data[OBS_ENV_STATE], np.float64)[:, :3]).float(),
+        effector=torch.from_numpy(effector_from_state(name, states)).float(),
+        actions=torch.from_numpy(data.processor.actions_in(name, np.asarray(episodes.data[ACTION]))).float(),
+        bounds=list(zip([0, *ends[:-1]], ends, strict=True)),
+    )
+
+
+def _push_examples(record: PushRecord, objects: ObjectPose) -> tuple[torch.Tensor, torch.Tensor]:
+    """The push MLP's inputs (N, F) and targets (N, 3) of every recorded step."""
+    poses, effector = record.poses, record.effector
+    t = torch.cat([torch.arange(start, end - 1) for start, end in record.bounds])
+    before = record.before(t)
+    inputs = objects.push_features(
+        poses[t], poses[before], effector[before], effector[t], effector[t + 1], record.actions[t]
+    )
+    moved = block_frame(poses[t + 1, :2] - poses[t, :2], fold(poses[t, 2]))
+    turned = fold(poses[t + 1, 2] - poses[t, 2])[:, None]
+    return inputs, torch.cat([moved, turned], 1) * torch.tensor(PUSH_SCALE)
+
+
+def roll_pushes(objects: ObjectPose, record: PushRecord, rows: torch.Tensor, steps: int, domain: int) -> torch.Tensor:
+    """The poses (B, steps, 3) the push MLP carries for ``steps`` recorded steps from each of ``rows`` (B,),
+    each push fed its own pose before (as the learned env does), the effector and actions the recorded ones."""
+    before = record.before(rows)
+    memory = torch.cat([record.poses[before], record.poses[rows], record.effector[before]], 1)
+    poses = []
+    for k in range(steps):
+        memory = objects.step(
+            memory, record.effector[rows + k], record.effector[rows + k + 1], record.actions[rows + k], domain
         )
-        yaw = fold(poses[t, 2])
-        moved = block_frame(poses[t + 1, :2] - poses[t, :2], yaw)
-        turned = fold(poses[t + 1, 2] - poses[t, 2])[:, None]
-        targets.append(torch.cat([moved, turned], 1) * torch.tensor(PUSH_SCALE))
-        start = int(end)
-    return torch.cat(inputs), torch.cat(targets)
+        poses.append(memory[:, 3:6])
+    return torch.stack(poses, 1)
+
+
+def _pose_error(carried: torch.Tensor, recorded: torch.Tensor) -> torch.Tensor:
+    """Per-step error of carried poses (..., 3) in the push MLP's units (cm, cm, deci-radians)."""
+    error = carried - recorded
+    return torch.cat([error[..., :2], fold(error[..., 2:])], -1) * torch.tensor(PUSH_SCALE)
+
+
+def push_rollout_mm(objects: ObjectPose, record: PushRecord, steps: int, domain: int) -> float:
+    """Mean error (mm) of the pose carried ``steps`` steps, over the windows that move the block more than
+    :data:`PUSHED_WINDOW_MM` (the drift a learned env shows on a push)."""
+    rows, moved = record.windows(steps)
+    rows = rows[moved > PUSHED_WINDOW_MM]
+    if not len(rows):
+        return float("nan")
+    with torch.no_grad():
+        carried = roll_pushes(objects, record, rows, steps, domain)
+    return float((carried[:, -1, :2] - record.poses[rows + steps, :2]).norm(dim=-1).mean() * 1000.0)
+
+
+def fit_push_rollouts(
+    objects: ObjectPose, record: PushRecord, domain: int, rollout: int, steps: int, seed: int, progress: bool = True
+) -> float:
+    """Fine-tune the push MLP of ``domain`` on ``rollout``-step rollouts of its own poses; returns the last loss.
+
+    One-step fitting leaves each push a little off, and a learned env feeds the pose back, so the errors
+    add up over a push (and the block's motion the step before is the MLP's own). Training through its
+    rollouts teaches it the poses it will be fed.
+    """
+    rows, moved = record.windows(rollout)
+    if not len(rows):
+        raise ValueError(
+            f"no episode is longer than rollout={rollout} steps; expected longer episodes or a shorter rollout"
+        )
+    pushed = rows[moved > PUSHED_WINDOW_MM]
+    if not len(pushed):  # data without a push (a tiny set): the rollouts it has
+        pushed = rows
+    pushes = int(PUSH_ROLLOUT_BATCH * PUSHED_SHARE)
+
+    def rollout_loss(rng: torch.Generator) -> torch.Tensor:
+        index = torch.cat(
+            [
+                rows[torch.randint(len(rows), (PUSH_ROLLOUT_BATCH - pushes,), generator=rng)],
+                pushed[torch.randint(len(pushed), (pushes,), generator=rng)],
+            ]
+        )
+        carried = roll_pushes(objects, record, index, rollout, domain)
+        recorded = record.poses[index[:, None] + torch.arange(1, rollout + 1)]
+        return _pose_error(carried, recorded).pow(2).sum(-1).mean()
+
+    return _fit(
+        objects.push[str(domain)], rollout_loss, steps, 2e-3, seed, f"push rollouts (domain {domain})", progress
+    )
 
 
 def _fit(module: nn.Module, loss: callable, steps: int, lr: float, seed: int, label: str, progress: bool) -> float:
@@ -133,6 +235,7 @@ def fit_object_pose(
     seed: int,
     batch_size: int = 64,
     lr: float = 1e-3,
+    push_rollout_steps: int = 0,
     progress: bool = True,
 ) -> dict[str, float]:
     """Train the object's parts of ``network`` on ``data`` (whose latents are prepared); returns held-out
@@ -148,11 +251,16 @@ def fit_object_pose(
         seed: seeds every part.
         batch_size: sequences per prior step.
         lr: the prior's peak learning rate (one-cycle).
+        push_rollout_steps: steps fine-tuning each push MLP on :data:`PUSH_ROLLOUT`-step rollouts of its
+            own poses (:func:`fit_push_rollouts`; 0: one-step fitting only).
         progress: show progress bars.
     """
     started = time.perf_counter()
-    if fit_steps < 1 or prior_steps < 0:
-        raise ValueError(f"fit_steps={fit_steps}, prior_steps={prior_steps}; expected fit_steps >= 1, prior_steps >= 0")
+    if fit_steps < 1 or prior_steps < 0 or push_rollout_steps < 0:
+        raise ValueError(
+            f"fit_steps={fit_steps}, prior_steps={prior_steps}, push_rollout_steps={push_rollout_steps}; "
+            "expected fit_steps >= 1, prior_steps >= 0, push_rollout_steps >= 0"
+        )
     objects = network.object_pose
     if objects is None:
         raise ValueError(
@@ -195,7 +303,8 @@ def fit_object_pose(
                 (objects.effector_of(states, domain) - effector).norm(dim=-1).mean() * 1e3
             )
 
-        x, y = _push_examples(data, name, objects)
+        record = push_record(data, name, "train")
+        x, y = _push_examples(record, objects)
         k = objects.domains.index(domain)
         objects.push_mean[k] = x.mean(0)
         objects.push_std[k] = x.std(0) + 1e-6
@@ -209,6 +318,11 @@ def fit_object_pose(
             error = (objects.push_change(x, domain) - y)[:, :2].norm(dim=-1) / PUSH_SCALE[0] * 1000.0
             pushed = y[:, :2].norm(dim=-1) / PUSH_SCALE[0] * 1000.0 > PUSHED_MM
         report[f"{name}_push_mm_pushed"] = float(error[pushed].mean()) if pushed.any() else float("nan")
+        held_out = push_record(data, name, "val")
+        report[f"{name}_push_h{PUSH_ROLLOUT}_mm"] = push_rollout_mm(objects, held_out, PUSH_ROLLOUT, domain)
+        if push_rollout_steps:
+            fit_push_rollouts(objects, record, domain, PUSH_ROLLOUT, push_rollout_steps, seed + 4, progress)
+            report[f"{name}_push_h{PUSH_ROLLOUT}_mm_rolled"] = push_rollout_mm(objects, held_out, PUSH_ROLLOUT, domain)
 
     # 3. The drawer, told the recorded poses.
     if prior_steps:

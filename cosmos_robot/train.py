@@ -107,6 +107,8 @@ class TrainConfig:
             effector map and the push MLP; ``object_pose_training``) to the datasets that record it, right
             after the forward prior (0: the learned env carries no object).
         object_prior_steps: steps training the forward prior to draw the object where its pose says.
+        object_push_rollout_steps: steps fine-tuning each push MLP on 16-step rollouts of its own poses
+            after its one-step fit (``object_pose_training.fit_push_rollouts``; 0: none).
         rollout_decoder_steps: steps fitting the autoencoder's decoder to the trained forward prior's own
             rollouts (of the last stage's length), right after it (``rollout_decoder_training``; 0: none).
             The decoder then draws the effector where it overlaps another object in an imagined frame.
@@ -158,6 +160,7 @@ class TrainConfig:
     rollout_decoder_steps: int = 0
     object_fit_steps: int = 0
     object_prior_steps: int = 0
+    object_push_rollout_steps: int = 0
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -177,7 +180,8 @@ class TrainConfig:
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
         counts = ("prior_batch", "prior_steps", "inverse_batch", "forward_steps", "forward_finetune_steps")
-        for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps", "object_fit_steps", "object_prior_steps"):
+        objects = ("object_fit_steps", "object_prior_steps", "object_push_rollout_steps")
+        for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps", *objects):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
@@ -193,11 +197,13 @@ class TrainConfig:
                 f"rollout_decoder_steps={self.rollout_decoder_steps} but forward_steps=0; expected a forward prior "
                 "to roll out (forward_steps > 0) or rollout_decoder_steps=0"
             )
-        if (self.object_fit_steps or self.object_prior_steps) and not (self.forward_steps and self.object_fit_steps):
+        other_object_steps = self.object_prior_steps or self.object_push_rollout_steps
+        if (self.object_fit_steps or other_object_steps) and not (self.forward_steps and self.object_fit_steps):
             raise ValueError(
                 f"object_fit_steps={self.object_fit_steps}, object_prior_steps={self.object_prior_steps}, "
-                f"forward_steps={self.forward_steps}; expected object_fit_steps > 0 and a forward prior "
-                "(forward_steps > 0) to carry an object, or both object steps 0"
+                f"object_push_rollout_steps={self.object_push_rollout_steps}, forward_steps={self.forward_steps}; "
+                "expected object_fit_steps > 0 and a forward prior (forward_steps > 0) to carry an object, "
+                "or every object step 0"
             )
         if self.prior_steps and not self.prior_batch:
             raise ValueError(
@@ -479,6 +485,7 @@ class Trainer:
                 rollout=stages[-1][2],
                 seed=config.seed + 11,
                 batch_size=min(config.forward_batch, 64),
+                push_rollout_steps=config.object_push_rollout_steps,
                 progress=self.progress and self.rank == 0,
             )
 

@@ -8,7 +8,8 @@
   itself (``--forward-rollout``);
 - the block's pose carried beside the grid (``--object-fit-steps``, ``--object-prior-steps``;
   ``object_pose_training``), as ``train`` does with ``object_fit_steps``: the pose readout, the effector
-  maps and push MLPs fitted, the prior taught to draw the pose (``--forward-rollout`` actions per sequence);
+  maps and push MLPs fitted (``--object-push-rollout-steps``: then on rollouts of their own poses), the
+  prior taught to draw the pose (``--forward-rollout`` actions per sequence);
 - the decoder fitted to the (final) prior's rollouts (``--rollout-decoder-steps``;
   ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``.
 
@@ -78,11 +79,20 @@ def main() -> None:
     parser.add_argument(
         "--object-prior-steps", type=int, default=800, help="steps of the prior learning to draw the block's pose"
     )
+    parser.add_argument(
+        "--object-push-rollout-steps", type=int, default=0, help="steps of the push MLPs on 16-step rollouts"
+    )
     parser.add_argument("--ae-object-weight", type=float, default=10.0, help="the autoencoder's object weight")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     bounds = (("fast_decoder_steps", 0), ("forward_steps", 1), ("forward_rollout", 1), ("rollout_decoder_steps", 0))
-    for name, least in (*bounds, ("rollout_decoder_rollout", 1), ("object_fit_steps", 0), ("object_prior_steps", 0)):
+    for name, least in (
+        *bounds,
+        ("rollout_decoder_rollout", 1),
+        ("object_fit_steps", 0),
+        ("object_prior_steps", 0),
+        ("object_push_rollout_steps", 0),
+    ):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
     refit_prior = args.forward_width is not None or args.forward_blocks is not None
@@ -174,7 +184,13 @@ def main() -> None:
         attach_object_pose(network, tuple(data.data[n].embodiment.domain_id for n in carried))
         # The seed ``train`` gives this step (its config seed 0, plus 11).
         report["object_pose"] = fit_object_pose(
-            network, data, args.object_fit_steps, args.object_prior_steps, rollout=args.forward_rollout, seed=11
+            network,
+            data,
+            args.object_fit_steps,
+            args.object_prior_steps,
+            rollout=args.forward_rollout,
+            seed=11,
+            push_rollout_steps=args.object_push_rollout_steps,
         )
         checkpoint.network = network.eval()
     checkpoint.training = None

@@ -12,7 +12,15 @@ from cosmos_robot.model.config import ModelConfig, preset
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.object_pose import POSE_MAPS
 from cosmos_robot.model.tokenizers import FrameAutoencoder
-from cosmos_robot.object_pose_training import attach_object_pose, fit_object_pose, object_embodiments
+from cosmos_robot.object_pose_training import (
+    PUSH_ROLLOUT,
+    attach_object_pose,
+    fit_object_pose,
+    fit_push_rollouts,
+    object_embodiments,
+    push_record,
+    roll_pushes,
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +84,29 @@ def test_bad_arguments_are_refused_by_name(prepared):
         fit_object_pose(network, data, fit_steps=1, prior_steps=0, rollout=3, seed=0, progress=False)
     with pytest.raises(ValueError, match="fit_steps=0"):
         fit_object_pose(network, data, fit_steps=0, prior_steps=0, rollout=3, seed=0, progress=False)
+    with pytest.raises(ValueError, match="push_rollout_steps=-1"):
+        fit_object_pose(network, data, 1, 0, rollout=3, seed=0, push_rollout_steps=-1, progress=False)
+
+
+def test_rollout_training_takes_the_carried_pushes_drift_down(prepared):
+    data, trained = prepared
+    network = WorldActionNetwork(trained.config)
+    network.load_state_dict(trained.state_dict())
+    domain = data.data["point"].embodiment.domain_id
+    attach_object_pose(network, (domain,))
+    fit_object_pose(network, data, fit_steps=200, prior_steps=0, rollout=3, seed=0, progress=False)
+    objects, record = network.object_pose, push_record(data, "point", "train")
+    rows, _ = record.windows(PUSH_ROLLOUT)
+
+    def drift() -> float:
+        with torch.no_grad():
+            carried = roll_pushes(objects, record, rows, PUSH_ROLLOUT, domain)
+        recorded = record.poses[rows[:, None] + torch.arange(1, PUSH_ROLLOUT + 1)]
+        return float((carried[..., :2] - recorded[..., :2]).norm(dim=-1).mean())
+
+    before = drift()
+    fit_push_rollouts(objects, record, domain, PUSH_ROLLOUT, steps=150, seed=0, progress=False)
+    assert drift() < 0.8 * before
+    assert not any(p.requires_grad for p in objects.push.parameters())
+    with pytest.raises(ValueError, match="rollout=100000"):
+        fit_push_rollouts(objects, record, domain, 100_000, steps=1, seed=0, progress=False)
