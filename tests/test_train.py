@@ -237,6 +237,8 @@ def test_learning_rate_warms_up_then_decays():
         ({"object_fit_steps": -1}, "object_fit_steps=-1"),
         ({"forward_steps": 0, "object_fit_steps": 3}, "object_fit_steps=3.*forward_steps=0"),
         ({"forward_steps": 5, "object_prior_steps": 3}, "object_fit_steps=0, object_prior_steps=3"),
+        ({"object_push_rollout_steps": -1}, "object_push_rollout_steps=-1"),
+        ({"forward_steps": 5, "object_push_rollout_steps": 3}, "object_fit_steps=0.*object_push_rollout_steps=3"),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):
