@@ -94,7 +94,7 @@ def test_rollout_training_takes_the_carried_pushes_drift_down(prepared):
     network.load_state_dict(trained.state_dict())
     domain = data.data["point"].embodiment.domain_id
     attach_object_pose(network, (domain,))
-    fit_object_pose(network, data, fit_steps=200, prior_steps=0, rollout=3, seed=0, progress=False)
+    fit_object_pose(network, data, fit_steps=100, prior_steps=0, rollout=3, seed=0, progress=False)
     objects, record = network.object_pose, push_record(data, "point", "train")
     rows, _ = record.windows(PUSH_ROLLOUT)
 
@@ -105,7 +105,7 @@ def test_rollout_training_takes_the_carried_pushes_drift_down(prepared):
         return float((carried[..., :2] - recorded[..., :2]).norm(dim=-1).mean())
 
     before = drift()
-    fit_push_rollouts(objects, record, domain, PUSH_ROLLOUT, steps=150, seed=0, progress=False)
+    fit_push_rollouts(objects, record, domain, PUSH_ROLLOUT, steps=80, seed=0, progress=False)
     assert drift() < 0.8 * before
     assert not any(p.requires_grad for p in objects.push.parameters())
     with pytest.raises(ValueError, match="rollout=100000"):
