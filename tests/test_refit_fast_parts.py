@@ -105,10 +105,11 @@ def test_the_block_is_fitted_anew_and_the_rest_kept(smoke_checkpoint, smoke_data
     out = tmp_path / "block"
     args = ["--checkpoint", str(smoke_checkpoint), "--recipe", "smoke", "--data-dir", str(data_dir), "--out", str(out)]
     args += ["--fast-decoder-steps", "0", "--object-fit-steps", "3", "--object-prior-steps", "2"]
+    args += ["--object-push-rollout-steps", "2"]
     result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout[result.stdout.index("{") :])
-    assert {"readout_mm", "point_effector_mm", "drawer_loss"} <= set(report["object_pose"])
+    assert {"readout_mm", "point_effector_mm", "drawer_loss", "point_push_h16_mm_rolled"} <= set(report["object_pose"])
     before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
     assert after.network.config.object_pose_domains == before.network.config.object_pose_domains
     old, new = before.network.state_dict(), after.network.state_dict()
