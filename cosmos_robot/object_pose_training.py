@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import time
 
 import numpy as np
@@ -97,12 +98,16 @@ class PushRecord:
     actions: torch.Tensor
     bounds: list[tuple[int, int]]
 
+    @functools.cached_property
+    def _previous(self) -> torch.Tensor:
+        """Each row's row a step before (its own at an episode's start), built once: rollouts ask every step."""
+        previous = torch.arange(len(self.poses)) - 1
+        previous[[start for start, _ in self.bounds]] += 1
+        return previous
+
     def before(self, rows: torch.Tensor) -> torch.Tensor:
         """The row a step before each of ``rows`` (the row itself at an episode's start: at rest)."""
-        starts = torch.tensor([start for start, _ in self.bounds])
-        at_start = torch.zeros(len(self.poses), dtype=torch.bool)
-        at_start[starts] = True
-        return torch.where(at_start[rows], rows, rows - 1)
+        return self._previous[rows]
 
     def windows(self, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Every row that starts ``steps`` steps inside its episode, and how far (mm) the block moves over them."""
@@ -288,10 +293,9 @@ def fit_object_pose(
 
     # 2. Per embodiment: the effector map and the push MLP.
     for name, domain in zip(names, domains, strict=True):
-        episodes = data.data[name].train.episodes
-        raw = np.asarray(episodes.data[OBS_STATE], np.float64)
-        states = torch.from_numpy(data.processor.states_in(name, raw))
-        effector = torch.from_numpy(effector_from_state(name, raw)).float()
+        record = push_record(data, name, "train")
+        raw = np.asarray(data.data[name].train.episodes.data[OBS_STATE], np.float64)
+        states, effector = torch.from_numpy(data.processor.states_in(name, raw)), record.effector
 
         def effector_loss(rng: torch.Generator, states=states, effector=effector, domain=domain) -> torch.Tensor:
             index = torch.randint(len(states), (512,), generator=rng)
@@ -303,7 +307,6 @@ def fit_object_pose(
                 (objects.effector_of(states, domain) - effector).norm(dim=-1).mean() * 1e3
             )
 
-        record = push_record(data, name, "train")
         x, y = _push_examples(record, objects)
         k = objects.domains.index(domain)
         objects.push_mean[k] = x.mean(0)
