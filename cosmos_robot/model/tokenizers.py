@@ -151,8 +151,11 @@ class FrameAutoencoder(nn.Module):
         """Standardised tokens (N, G*G, token_dim) -> uint8 (N, H, W, 3), by the fast decoder if ``fast``."""
         if fast and self.fast_decoder is None:
             raise ValueError("fast=True but this autoencoder has no fast decoder (autoencoder config fast_decoder)")
-        decoder = self.fast_decoder if fast else self.decode
-        return float_to_frames(decoder(self.tokens_to_latents(tokens, grid)))
+        latents = self.tokens_to_latents(tokens, grid)
+        if fast:
+            return float_to_frames(self.fast_decoder(latents))
+        # Channels-last out: the (N, H, W, 3) frames are then contiguous without another copy.
+        return float_to_frames(decode_channels_last(self.decoder, latents, torch.channels_last))
 
 
 class PatchStem(nn.Module):

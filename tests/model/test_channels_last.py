@@ -74,15 +74,28 @@ def test_upsampling_fused_into_the_convolution_is_upsample_then_convolve():
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
 
-def test_folded_kernels_follow_the_weights_and_outlive_an_autocast():
+def test_transposed_kernels_follow_the_weights_and_outlive_an_autocast():
     torch.manual_seed(0)
     conv = nn.Conv2d(3, 4, 3, padding=1)
     x = torch.randn(1, 3, 5, 5)
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-        upsample_conv(x, conv)  # folds once, under autocast
+        upsample_conv(x, conv)  # made once, under autocast
     with torch.no_grad():
         conv.weight.mul_(-2.0)  # an in-place update, as an optimiser step makes
         got = upsample_conv(x, conv)
         expected = conv(F.interpolate(x, scale_factor=2, mode="nearest"))
     assert got.dtype == torch.float32
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("out_channels", [3, 16])
+def test_narrow_and_wide_outputs_both_upsample_then_convolve(out_channels):
+    # Narrow outputs take the four phase convolutions, wide ones the transposed convolution.
+    torch.manual_seed(1)
+    conv = nn.Conv2d(6, out_channels, 3, padding=1)
+    x = torch.randn(3, 6, 5, 7).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        got = upsample_conv(x, conv)
+        expected = conv(F.interpolate(x, scale_factor=2, mode="nearest"))
+    assert got.shape == (3, out_channels, 10, 14)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
