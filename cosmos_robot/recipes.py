@@ -118,6 +118,7 @@ DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "object_fit_steps": 3000,
     "object_prior_steps": 800,
     "object_push_rollout_steps": 2000,
+    "object_reward_steps": 1500,
     "prior_steps": 6000,
     "model_overrides": {
         "forward_prior": True,
@@ -158,6 +159,7 @@ RECIPES: dict[str, Recipe] = {
             "object_fit_steps": 3,
             "object_prior_steps": 2,
             "object_push_rollout_steps": 2,
+            "object_reward_steps": 2,
             # The default's kind of forward prior (warp, ReLU blocks, bfloat16 trunk), so the tests train,
             # save and serve that path end to end.
             "model_overrides": {

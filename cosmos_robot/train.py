@@ -47,6 +47,7 @@ from cosmos_robot.model.objective import BatchPlan, TrainingModule, draw_noise, 
 from cosmos_robot.model.plan import Mode
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.object_pose_training import fit_object_pose, object_embodiments
+from cosmos_robot.object_reward_training import fit_object_reward
 from cosmos_robot.phase_checkpoint import (
     FORWARD_PHASES,
     PRIOR_PHASES,
@@ -109,6 +110,9 @@ class TrainConfig:
         object_prior_steps: steps training the forward prior to draw the object where its pose says.
         object_push_rollout_steps: steps fine-tuning each push MLP on 16-step rollouts of its own poses
             after its one-step fit (``object_pose_training.fit_push_rollouts``; 0: none).
+        object_reward_steps: steps fitting the object's goal readout and each robot's reward head, after
+            the object (``object_reward_training``): the learned env's reward and success then come from
+            the carried pose instead of the MoT's heads (0: from the MoT's heads).
         rollout_decoder_steps: steps fitting the autoencoder's decoder to the trained forward prior's own
             rollouts (of the last stage's length), right after it (``rollout_decoder_training``; 0: none).
             The decoder then draws the effector where it overlaps another object in an imagined frame.
@@ -161,6 +165,7 @@ class TrainConfig:
     object_fit_steps: int = 0
     object_prior_steps: int = 0
     object_push_rollout_steps: int = 0
+    object_reward_steps: int = 0
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -180,7 +185,7 @@ class TrainConfig:
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
         counts = ("prior_batch", "prior_steps", "inverse_batch", "forward_steps", "forward_finetune_steps")
-        objects = ("object_fit_steps", "object_prior_steps", "object_push_rollout_steps")
+        objects = ("object_fit_steps", "object_prior_steps", "object_push_rollout_steps", "object_reward_steps")
         for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps", *objects):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -197,11 +202,12 @@ class TrainConfig:
                 f"rollout_decoder_steps={self.rollout_decoder_steps} but forward_steps=0; expected a forward prior "
                 "to roll out (forward_steps > 0) or rollout_decoder_steps=0"
             )
-        other_object_steps = self.object_prior_steps or self.object_push_rollout_steps
+        other_object_steps = self.object_prior_steps or self.object_push_rollout_steps or self.object_reward_steps
         if (self.object_fit_steps or other_object_steps) and not (self.forward_steps and self.object_fit_steps):
             raise ValueError(
                 f"object_fit_steps={self.object_fit_steps}, object_prior_steps={self.object_prior_steps}, "
-                f"object_push_rollout_steps={self.object_push_rollout_steps}, forward_steps={self.forward_steps}; "
+                f"object_push_rollout_steps={self.object_push_rollout_steps}, "
+                f"object_reward_steps={self.object_reward_steps}, forward_steps={self.forward_steps}; "
                 "expected object_fit_steps > 0 and a forward prior (forward_steps > 0) to carry an object, "
                 "or every object step 0"
             )
@@ -366,7 +372,9 @@ class Trainer:
                     f"({OBS_ENV_STATE}); expected point or arm2 datasets, or object_fit_steps=0"
                 )
             domains = tuple(self.data.data[n].embodiment.domain_id for n in carried)
-            model_config = replace(model_config, object_pose_domains=domains)
+            model_config = replace(
+                model_config, object_pose_domains=domains, object_reward=bool(config.object_reward_steps)
+            )
 
         torch.manual_seed(config.seed + 1)
         self.network = WorldActionNetwork(model_config).to(self.device)
@@ -488,6 +496,14 @@ class Trainer:
                 push_rollout_steps=config.object_push_rollout_steps,
                 progress=self.progress and self.rank == 0,
             )
+            if config.object_reward_steps:
+                self.forward_prior["object_reward"] = fit_object_reward(
+                    self.network,
+                    self.data,
+                    config.object_reward_steps,
+                    seed=config.seed + 13,
+                    progress=self.progress and self.rank == 0,
+                )
 
     def _train_action_prior(self, phase: dict[str, Any] | None) -> None:
         """The action prior alone on its demonstration windows, resuming inside its phase."""

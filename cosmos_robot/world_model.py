@@ -325,14 +325,19 @@ class WorldActionModel:
             if state is not None:
                 state_norm = self.processor.states_in(embodiment, state)
             drawing = decode or not prior_only
-            tokens, states_norm, rolled = self._prior_rollout(entry, carried, state_norm, actions, drawing)
-            future = draw(tokens) if drawing else None
+            tokens, states_norm, rolled, scores = self._prior_rollout(entry, carried, state_norm, actions, drawing)
+            # The MoT reads pixels: frames are decoded where it runs, else only where asked for.
+            future = draw(tokens) if decode or (drawing and scores is None) else None
             latents_out = torch.cat([carried, rolled], 1)[:, -self.context_frames :].float().cpu().numpy()
             states_out = self.processor.states_out(embodiment, states_norm).astype(np.float32)
             if prior_only:
                 # The prior path predicts no reward: zeros when asked for (the ablation), None when not.
                 zeros = np.zeros((b, horizon), np.float32) if rewards else None
                 return Prediction(future, states_out, zeros, None if zeros is None else zeros.copy(), latents_out)
+            if scores is not None:
+                # The object's reward head scores the carried pose: the MoT, whose only output here would be
+                # the reward and success, is not run.
+                return Prediction(future, states_out, scores[0], scores[1], latents_out)
             given = (tokens, future, states_out)
         rng = torch.Generator().manual_seed(seed)
         context_pixels = np.asarray(context)
@@ -445,9 +450,10 @@ class WorldActionModel:
         state_norm: np.ndarray,
         actions: np.ndarray,
         draw: bool,
-    ) -> tuple[torch.Tensor, np.ndarray, torch.Tensor]:
+    ) -> tuple[torch.Tensor, np.ndarray, torch.Tensor, tuple[np.ndarray, np.ndarray] | None]:
         """The forward prior alone: (the drawn tokens (B, Hz, GG, Cf), normalised states (B, Hz, S), the
-        latents' tokens (B, Hz, width, Cf)) from ``context_tokens`` (B, Tc, width, Cf).
+        latents' tokens (B, Hz, width, Cf), (rewards, success probabilities) (B, Hz) of the object's reward
+        head where it has one and frames are drawn, else None) from ``context_tokens`` (B, Tc, width, Cf).
 
         With an object (:mod:`cosmos_robot.model.object_pose`) each step runs the prior for the agent state
         (whose next value the object's push needs) and, where frames are ``draw``n, the object's drawer
@@ -465,7 +471,7 @@ class WorldActionModel:
             grid = latent_grids(context_tokens[:, -1:], self.config)[:, 0]
             grids, states = prior.rollout(grid, state, actions_in, domain, channels)
             tokens = grid_tokens(grids, self.config)
-            return tokens, states[..., : entry.embodiment.state_dim].float().cpu().numpy(), tokens
+            return tokens, states[..., : entry.embodiment.state_dim].float().cpu().numpy(), tokens, None
         objects = self.network.object_pose
         last = context_tokens[:, -1]
         drawn = latent_grids(context_tokens[:, -1:, :gg], self.config)[:, 0]
@@ -474,7 +480,8 @@ class WorldActionModel:
         if draw and not known.all():  # a start, or frames not drawn since: read the object where it is drawn
             memory = torch.where(known[:, None], memory, objects.start(drawn, state, domain))
         effector = objects.effector_of(state, domain) if draw else None
-        grids, drawn_grids, states, memories = [], [], [], []
+        scored = draw and objects.has_reward
+        grids, drawn_grids, states, memories, rewards, success = [], [], [], [], [], []
         for k in range(horizon):
             grid_change, state_change = prior(grid, state, actions_in[:, k], domain)
             state_after = (state + state_change) * channels
@@ -482,6 +489,10 @@ class WorldActionModel:
                 effector_after = objects.effector_of(state_after, domain)
                 memory = objects.step(memory, effector, effector_after, actions_in[:, k], domain)
                 effector = effector_after
+                if scored:
+                    reward, probability = objects.rewards(memory, effector_after, domain)
+                    rewards.append(reward)
+                    success.append(probability)
                 maps = step_maps(memory[:, :3], memory[:, 3:6], drawn.shape[-1], objects.half_extent)
                 drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]
             grid, state = grid + grid_change, state_after
@@ -497,7 +508,11 @@ class WorldActionModel:
         # Not drawn, the memory is stale: the flag says to read the object again at the next draw.
         memory_tokens[:, :, 0, MEMORY_WIDTH] = float(draw)
         carried = torch.cat([drawn_tokens, grid_tokens(torch.stack(grids, 1), self.config), memory_tokens], 2)
-        return drawn_tokens, torch.stack(states, 1)[..., : entry.embodiment.state_dim].float().cpu().numpy(), carried
+        states_out = torch.stack(states, 1)[..., : entry.embodiment.state_dim].float().cpu().numpy()
+        scores = None
+        if scored:
+            scores = (torch.stack(rewards, 1).float().cpu().numpy(), torch.stack(success, 1).float().cpu().numpy())
+        return drawn_tokens, states_out, carried, scores
 
     @torch.no_grad()
     def inverse_dynamics(

@@ -10,6 +10,9 @@
   ``object_pose_training``), as ``train`` does with ``object_fit_steps``: the pose readout, the effector
   maps and push MLPs fitted (``--object-push-rollout-steps``: then on rollouts of their own poses), the
   prior taught to draw the pose (``--forward-rollout`` actions per sequence);
+- the block's reward head (``--object-reward-steps``; ``object_reward_training``), as ``train`` does with
+  ``object_reward_steps``: a goal readout and a reward and success head per robot, which the learned
+  env's reward and success then come from;
 - the decoder fitted to the (final) prior's rollouts (``--rollout-decoder-steps``;
   ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``.
 
@@ -49,9 +52,13 @@ from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.object_pose_training import attach_object_pose, fit_object_pose, object_embodiments
+from cosmos_robot.object_reward_training import attach_object_reward, fit_object_reward
 from cosmos_robot.recipes import get_recipe, prepare_data
 from cosmos_robot.rollout_decoder_training import fit_decoder_to_rollouts
 from cosmos_robot.world_model import default_checkpoint_path
+
+# A config without the block (its parts are fitted anew, or go with the prior they copied).
+NO_OBJECT = {"object_pose_domains": [], "object_reward": False}
 
 
 def main() -> None:
@@ -82,6 +89,7 @@ def main() -> None:
     parser.add_argument(
         "--object-push-rollout-steps", type=int, default=0, help="steps of the push MLPs on 16-step rollouts"
     )
+    parser.add_argument("--object-reward-steps", type=int, default=0, help="fit the block's reward head, steps (0: no)")
     parser.add_argument("--ae-object-weight", type=float, default=10.0, help="the autoencoder's object weight")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
@@ -92,6 +100,7 @@ def main() -> None:
         ("object_fit_steps", 0),
         ("object_prior_steps", 0),
         ("object_push_rollout_steps", 0),
+        ("object_reward_steps", 0),
     ):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
@@ -129,7 +138,7 @@ def main() -> None:
         val = data.transitions("val", steps=ROLLOUT_STEPS)
         report["old_prior"] = dataclasses.asdict(rollout_error(network, val))
         # The block's drawer is a copy of the old prior: it goes with it (--object-fit-steps fits a new one).
-        config = ModelConfig.from_dict(network.config.to_dict() | {"object_pose_domains": []})
+        config = ModelConfig.from_dict(network.config.to_dict() | NO_OBJECT)
         if refit_prior:
             changes = {
                 "forward_width": args.forward_width or config.forward_width,
@@ -174,7 +183,7 @@ def main() -> None:
     if args.object_fit_steps:
         network = checkpoint.network.float()
         if network.object_pose is not None:  # fitted anew: drop the checkpoint's own
-            config = ModelConfig.from_dict(network.config.to_dict() | {"object_pose_domains": []})
+            config = ModelConfig.from_dict(network.config.to_dict() | NO_OBJECT)
             plain = WorldActionNetwork(config)
             plain.load_state_dict({k: v for k, v in network.state_dict().items() if not k.startswith("object_pose.")})
             network = plain
@@ -192,6 +201,18 @@ def main() -> None:
             seed=11,
             push_rollout_steps=args.object_push_rollout_steps,
         )
+        checkpoint.network = network.eval()
+
+    if args.object_reward_steps:
+        network = checkpoint.network.float()
+        if network.object_pose is None:
+            raise SystemExit("--object-reward-steps: the model carries no block (give it one: --object-fit-steps)")
+        if network.object_pose.has_reward:  # fitted anew
+            network.object_pose.goal_readout = network.object_pose.reward = None
+            network.config = ModelConfig.from_dict(network.config.to_dict() | {"object_reward": False})
+        attach_object_reward(network)
+        # The seed ``train`` gives this step (its config seed 0, plus 13).
+        report["object_reward"] = fit_object_reward(network, data, args.object_reward_steps, seed=13)
         checkpoint.network = network.eval()
     checkpoint.training = None
     save_checkpoint(checkpoint, args.out)

@@ -239,6 +239,8 @@ def test_learning_rate_warms_up_then_decays():
         ({"forward_steps": 5, "object_prior_steps": 3}, "object_fit_steps=0, object_prior_steps=3"),
         ({"object_push_rollout_steps": -1}, "object_push_rollout_steps=-1"),
         ({"forward_steps": 5, "object_push_rollout_steps": 3}, "object_fit_steps=0.*object_push_rollout_steps=3"),
+        ({"object_reward_steps": -1}, "object_reward_steps=-1"),
+        ({"forward_steps": 5, "object_reward_steps": 3}, "object_fit_steps=0.*object_reward_steps=3"),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):
@@ -257,6 +259,10 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     carried = measured["object_pose"]
     assert {"readout_mm", "point_effector_mm", "arm2_push_mm_pushed", "drawer_loss"} <= set(carried)
     assert ckpt.network.object_pose is not None and len(ckpt.network.config.object_pose_domains) == 2
+    # ... and its reward head, which the learned env's reward and success then come from.
+    scored = measured["object_reward"]
+    assert {"goal_readout_mm", "point_reward_mae", "arm2_success_recall", "seconds"} <= set(scored)
+    assert ckpt.network.object_pose.has_reward and ckpt.network.config.object_reward
 
 
 def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):

@@ -122,9 +122,42 @@ def test_what_is_not_read_is_not_computed(model, episode):
     ).all()
     pixels = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], rewards=False)
     assert np.abs(pixels.frames.astype(int) - full.frames).max() <= 1
-    # The MoT reads pixels: where it runs, the frames come back whatever decode says.
-    mot = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], steps=2, decode=False)
+    # The MoT reads pixels: where it runs (here: the block without its reward head), the frames come back
+    # whatever decode says; the object's reward head reads none.
+    objects = model.network.object_pose
+    heads = objects.reward
+    try:
+        objects.reward = None
+        mot = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], steps=2, decode=False)
+    finally:
+        objects.reward = heads
     assert mot.frames is not None and mot.rewards.shape == (1, 3)
+    scored = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], decode=False)
+    assert scored.frames is None and scored.rewards.shape == (1, 3)
+
+
+def test_the_objects_reward_head_scores_the_carried_pose_and_the_mot_does_not_run(model, episode, monkeypatch):
+    frames, states, actions = episode
+    objects = model.network.object_pose
+    assert objects.has_reward  # the smoke recipe fits one
+
+    def no_mot(*args, **kwargs):
+        raise AssertionError("the MoT ran")
+
+    monkeypatch.setattr("cosmos_robot.world_model.sample_plan", no_mot)
+    scored = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0])
+    assert scored.rewards.shape == scored.success.shape == (1, 3) and np.isfinite(scored.rewards).all()
+    assert ((scored.success >= 0) & (scored.success <= 1)).all()
+    # The last step's reward is the head's on the carried pose, goal and the effector of the last state.
+    gg = model.config.tokens_per_frame
+    memory = torch.from_numpy(scored.latents[:, -1, 2 * gg, :MEMORY_WIDTH])
+    assert np.abs(memory[0, 8:10].numpy()).max() < 0.3  # the goal, read from the first frame: on the table
+    domain = model._entry("point").embodiment.domain_id
+    state = torch.from_numpy(model.processor.states_in("point", scored.states[:, -1]))
+    with torch.no_grad():
+        reward, success = objects.rewards(memory, objects.effector_of(state, domain), domain)
+    np.testing.assert_allclose(scored.rewards[:, -1], reward.numpy(), atol=1e-3)
+    np.testing.assert_allclose(scored.success[:, -1], success.numpy(), atol=1e-3)
 
 
 def test_the_carried_block_changes_the_frames_only_and_is_read_again_after_steps_not_drawn(model, episode):

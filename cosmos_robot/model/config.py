@@ -52,6 +52,8 @@ class ModelConfig:
         object_pose_domains: embodiment ids whose learned env carries an object's planar pose beside the
             grid (:mod:`cosmos_robot.model.object_pose`; needs ``forward_prior``); empty: none.
         object_half_extent: half the side, in metres, of the square the camera sees, where that pose lives.
+        object_reward: the object also holds a goal readout and a reward head per embodiment, and the learned
+            env's reward and success for those embodiments come from them instead of the MoT's heads.
     """
 
     d_model: int = 128
@@ -79,11 +81,12 @@ class ModelConfig:
     forward_bfloat16: bool = False
     object_pose_domains: tuple[int, ...] = ()
     object_half_extent: float = 0.22
+    object_reward: bool = False
 
     def __post_init__(self) -> None:
         if self.forward_block not in FORWARD_BLOCKS:
             raise ValueError(f"forward_block={self.forward_block!r}; expected one of {', '.join(FORWARD_BLOCKS)}")
-        for name in ("forward_prior", "forward_warp", "forward_bfloat16"):
+        for name in ("forward_prior", "forward_warp", "forward_bfloat16", "object_reward"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected true or false")
         positive = (
@@ -130,11 +133,13 @@ class ModelConfig:
                 f"object_pose_domains={list(self.object_pose_domains)}; expected embodiment ids in "
                 f"0..{self.num_domains - 1}"
             )
-        if self.object_pose_domains and self.frame_token_dim < 9:
+        if self.object_pose_domains and self.frame_token_dim < 11:
             raise ValueError(
-                f"object_pose_domains needs frame tokens of at least 9 channels (the object's memory); "
+                f"object_pose_domains needs frame tokens of at least 11 channels (the object's memory); "
                 f"latent_channels * patch_merge**2 = {self.frame_token_dim}"
             )
+        if self.object_reward and not self.object_pose_domains:
+            raise ValueError("object_reward=True needs object_pose_domains (the reward reads the object's pose)")
         if self.object_pose_domains and not self.forward_prior:
             raise ValueError("object_pose_domains needs forward_prior=True (the prior draws the object)")
         for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight", "object_half_extent"):

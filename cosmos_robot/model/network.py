@@ -138,6 +138,7 @@ class WorldActionNetwork(nn.Module):
                 config.object_pose_domains,
                 config.object_half_extent,
                 self._new_forward_prior(extra_inputs=POSE_MAPS),
+                reward=config.object_reward,
             )
             if config.object_pose_domains
             else None

@@ -35,8 +35,8 @@ from torch import nn
 from cosmos_robot.model.forward_prior import ForwardPrior
 
 # Carried per row between model calls, raw units: the pose a step ago (x, y, yaw), the pose now, the
-# effector a step ago (x, y).
-MEMORY_WIDTH = 8
+# effector a step ago (x, y), the goal (x, y; zero without a reward head).
+MEMORY_WIDTH = 10
 POSE_CHANNELS = 3
 # Maps per pose: a Gaussian round the block's cell times (1, column offset, row offset, cos 4 yaw, sin 4
 # yaw) -- a square block looks the same every quarter turn; the prior reads the pose now and next.
@@ -48,6 +48,9 @@ QUARTER_TURN = math.pi / 2
 # The push MLP's targets in centimetres and deci-radians: outputs of order one.
 PUSH_SCALE = (100.0, 100.0, 10.0)
 PUSH_FEATURES = 10  # five 2-vectors; the action follows
+# The reward head's inputs, in decimetres: block - goal, effector - block, and their lengths.
+REWARD_FEATURES = 6
+REWARD_UNITS = 10.0
 
 
 def fold(yaw: torch.Tensor) -> torch.Tensor:
@@ -144,6 +147,8 @@ class ObjectPose(nn.Module):
         half_extent: half the side of the square the camera sees, in metres (the maps' geometry).
         drawer: the prior that draws the grid told the pose (``extra_inputs`` = :data:`POSE_MAPS`).
         hidden: width of the MLPs.
+        reward: also hold a goal readout and a reward head per embodiment (:meth:`rewards`): the learned
+            env's reward and success from the carried pose, the goal and the effector.
     """
 
     def __init__(
@@ -155,6 +160,7 @@ class ObjectPose(nn.Module):
         half_extent: float,
         drawer: ForwardPrior,
         hidden: int = 256,
+        reward: bool = False,
     ) -> None:
         super().__init__()
         if not domains:
@@ -174,6 +180,17 @@ class ObjectPose(nn.Module):
         self.register_buffer("push_mean", torch.zeros(len(self.domains), push_inputs))
         self.register_buffer("push_std", torch.ones(len(self.domains), push_inputs))
         self.register_buffer("push_scale", torch.tensor(PUSH_SCALE))
+        # The reward and success of a step, from where the block, the goal and the effector end up: the MoT's
+        # heads read them off drawn frames, where a block near the goal never looked like success.
+        self.goal_readout = PoseReadout(latent_channels, self.half_extent) if reward else None
+        self.reward = (
+            nn.ModuleDict({str(d): three_layer_mlp(REWARD_FEATURES, 2, 64) for d in self.domains}) if reward else None
+        )
+
+    @property
+    def has_reward(self) -> bool:
+        """Whether this object holds a goal readout and reward heads (:meth:`rewards`)."""
+        return self.reward is not None
 
     def carries(self, domain: int) -> bool:
         """Whether embodiment ``domain`` carries an object pose."""
@@ -224,20 +241,42 @@ class ObjectPose(nn.Module):
         action: torch.Tensor,
         domain: int,
     ) -> torch.Tensor:
-        """The memory (B, 8) after one step from ``memory`` (B, 8), the effector going from ``effector`` to
+        """The memory (B, 10) after one step from ``memory`` (B, 10), the effector going from ``effector`` to
         ``effector_after`` (B, 2; :meth:`effector_of` the agent states, which a rollout computes once per
         step) under ``action`` (B, action_width, normalised)."""
-        before, pose, effector_before = memory[:, :3], memory[:, 3:6], memory[:, 6:8]
+        before, pose, effector_before, goal = memory[:, :3], memory[:, 3:6], memory[:, 6:8], memory[:, 8:10]
         change = self.push_change(
             self.push_features(pose, before, effector_before, effector, effector_after, action), domain
         )
         change = change / self.push_scale
         moved = block_frame(change[:, :2], -fold(pose[:, 2]))
         after = torch.cat([pose[:, :2] + moved, pose[:, 2:] + change[:, 2:]], 1)
-        return torch.cat([pose, after, effector], 1)
+        return torch.cat([pose, after, effector, goal], 1)
 
     def start(self, grid: torch.Tensor, state: torch.Tensor, domain: int) -> torch.Tensor:
-        """The memory (B, 8) at a start: the pose read from ``grid`` (B, C, h, w), at rest (the pose a step
-        ago the same), the effector of ``state`` (B, state_width) as where it was."""
-        pose = self.readout.poses(grid.float())
-        return torch.cat([pose, pose, self.effector_of(state.float(), domain)], 1)
+        """The memory (B, 10) at a start: the pose read from ``grid`` (B, C, h, w), at rest (the pose a step
+        ago the same), the effector of ``state`` (B, state_width) as where it was, the goal read from
+        ``grid`` (zero without a reward head)."""
+        grid = grid.float()
+        pose = self.readout.poses(grid)
+        goal = self.goal_readout.poses(grid)[:, :2] if self.has_reward else pose.new_zeros(len(pose), 2)
+        return torch.cat([pose, pose, self.effector_of(state.float(), domain), goal], 1)
+
+    def reward_logits(
+        self, pose: torch.Tensor, effector: torch.Tensor, goal: torch.Tensor, domain: int
+    ) -> torch.Tensor:
+        """(B, 2): the reward and the success logit of a step that ends with the object at ``pose`` (B, 3),
+        the effector at ``effector`` (B, 2) and the goal at ``goal`` (B, 2), metres."""
+        if not self.has_reward:
+            raise ValueError("this object has no reward head (ModelConfig.object_reward=False)")
+        to_goal, to_block = pose[:, :2] - goal, effector - pose[:, :2]
+        features = torch.cat(
+            [to_goal, to_goal.norm(dim=-1, keepdim=True), to_block, to_block.norm(dim=-1, keepdim=True)], -1
+        )
+        return self.reward[str(int(domain))](features * REWARD_UNITS)
+
+    def rewards(self, memory: torch.Tensor, effector: torch.Tensor, domain: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(reward (B,), success probability (B,)) of the step that left ``memory`` (B, 10) and the effector
+        at ``effector`` (B, 2): the object at its pose now."""
+        out = self.reward_logits(memory[:, 3:6], effector, memory[:, 8:10], domain)
+        return out[:, 0], torch.sigmoid(out[:, 1])

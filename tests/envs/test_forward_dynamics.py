@@ -137,14 +137,22 @@ def test_state_observations_pass_check_env(smoke_checkpoint):
 
 
 def test_state_observations_with_learned_rewards_keep_the_frames_the_mot_reads(model):
-    # Without reward_fn the MoT predicts reward from pixels: the env keeps its decoded frames as history.
-    env = ForwardDynamicsEnv(model, "point", sampling_steps=1, observation="state")
-    obs, _ = env.reset(seed=0)
-    start = env._history.copy()
-    obs, reward, *_ = env.step(np.array([0.3, 0.0], np.float32))
-    assert set(obs) == {"agent_pos"} and np.isfinite(reward)
-    assert not np.array_equal(env._history, start)
-    env.close()
+    # Without reward_fn and without the block's reward head the MoT predicts reward from pixels: the env
+    # keeps its decoded frames as history. The block's reward head reads the carried pose: nothing decoded.
+    objects = model.network.object_pose
+    heads = objects.reward
+    for scored_by_the_block in (False, True):
+        objects.reward = heads if scored_by_the_block else None
+        try:
+            env = ForwardDynamicsEnv(model, "point", sampling_steps=1, observation="state")
+            obs, _ = env.reset(seed=0)
+            start = env._history.copy()
+            obs, reward, *_ = env.step(np.array([0.3, 0.0], np.float32))
+        finally:
+            objects.reward = heads
+        assert set(obs) == {"agent_pos"} and np.isfinite(reward)
+        assert np.array_equal(env._history, start) == scored_by_the_block
+        env.close()
 
 
 def test_the_prior_path_needs_a_reward_fn(smoke_checkpoint):

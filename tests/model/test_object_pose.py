@@ -64,17 +64,24 @@ def test_an_untrained_push_leaves_the_pose_and_the_memory_keeps_its_layout():
     for mlp in objects.push.values():
         torch.nn.init.zeros_(mlp[-1].weight)
         torch.nn.init.zeros_(mlp[-1].bias)
-    memory = torch.tensor([[0.01, 0.02, 0.1, 0.03, 0.04, 0.2, -0.1, 0.1]])
+    memory = torch.tensor([[0.01, 0.02, 0.1, 0.03, 0.04, 0.2, -0.1, 0.1, 0.05, -0.06]])
     state, after = torch.zeros(1, 3), torch.full((1, 3), 0.1)
     effector, effector_after = objects.effector_of(state, 1), objects.effector_of(after, 1)
     stepped = objects.step(memory, effector, effector_after, torch.zeros(1, 2), 1)
     assert stepped.shape == (1, MEMORY_WIDTH)
     torch.testing.assert_close(stepped[:, :3], memory[:, 3:6])  # the pose now becomes the pose before
     torch.testing.assert_close(stepped[:, 3:6], memory[:, 3:6])  # not pushed: where it was
-    torch.testing.assert_close(stepped[:, 6:], objects.effector_of(state, 1))  # the effector now becomes before
+    torch.testing.assert_close(stepped[:, 6:8], objects.effector_of(state, 1))  # the effector now becomes before
+    torch.testing.assert_close(stepped[:, 8:], memory[:, 8:])  # the goal stays
     assert objects.carries(1) and not objects.carries(0)
     start = objects.start(torch.randn(2, 4, 8, 8), torch.zeros(2, 3), 1)
     torch.testing.assert_close(start[:, :3], start[:, 3:6])  # at rest at a start
+    assert (start[:, 8:] == 0).all() and not objects.has_reward  # no goal read without a reward head
+    with pytest.raises(ValueError, match="no reward head"):
+        objects.rewards(stepped, effector_after, 1)
+    scored = ObjectPose(4, 3, 2, (1,), HALF, drawer, reward=True)
+    reward, success = scored.rewards(scored.start(torch.randn(2, 4, 8, 8), torch.zeros(2, 3), 1), effector, 1)
+    assert reward.shape == success.shape == (2,) and ((success > 0) & (success < 1)).all()
     with pytest.raises(ValueError, match=r"domains=\(\)"):
         ObjectPose(4, 3, 2, (), HALF, drawer)
     with pytest.raises(ValueError, match="drawer.extra_inputs=0; expected 10"):
