@@ -6,9 +6,10 @@ and 64, in the configurations RL uses: the reach task's reward and success given
 imagined state, called once per step on the batch (``batched_fns``, as ``eval imagination-rl``), with
 pixel observations (frames decoded every step) and with state-only observations (no frame decoded: the
 forward prior alone). Where the checkpoint has a fast decoder, pixels are also timed with it
-(``model.fast_decoding``: off by default, it loses arm2's fingertip). For reference, batch 64 is also
-timed with the learned reward and success (the MoT runs every step). Steps per second counts
-environment steps (a batch of 64 is 64 steps).
+(``model.fast_decoding``: off by default, it loses arm2's fingertip). Batch 64 is also timed with the
+learned reward and success, with pixel and with state-only observations: from the block's reward head
+where the model has one (the block's drawer runs, no MoT), else from the MoT (every step, with a decode).
+Steps per second counts environment steps (a batch of 64 is 64 steps).
 
     .venv/bin/python benchmarks/bench_fd_env.py --quick --json out/bench_fd_env.json
     python benchmarks/bench_fd_env.py --quick --device cuda --dtype bfloat16 --batches 64,1024   # a GPU
@@ -212,7 +213,8 @@ def main() -> None:
     configurations = [
         ("state", "state-only, task reward", "fd_env_state", True, batches),
         ("pixels", "pixels, task reward", "fd_env", True, batches),
-        ("pixels", "pixels, learned reward (MoT)", "fd_env_learned_reward", False, batches[-1:]),
+        ("pixels", "pixels, learned reward", "fd_env_learned_reward", False, batches[-1:]),
+        ("state", "state-only, learned reward", "fd_env_state_learned_reward", False, batches[-1:]),
     ]
     if model.autoencoder.fast_decoder is not None:
         fast_batches = tuple(b for b in batches if b >= 16) or batches[-1:]

@@ -363,7 +363,8 @@ def _run_eval_rank(args: argparse.Namespace) -> None:
     plot = plot_ranking(result, Path(args.json).with_suffix(".png"))
     print(
         f"{args.embodiment}: spearman {result.spearman:.3f} pearson {result.pearson:.3f} (returns), "
-        f"spearman {result.spearman_success:.3f} (success); written to {args.json}, {plot}"
+        f"spearman {result.spearman_success:.3f} (success); gap to MuJoCo {result.return_gap:.2f} (return), "
+        f"{result.success_rate_gap:.2f} (success rate); written to {args.json}, {plot}"
     )
 
 

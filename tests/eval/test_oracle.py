@@ -79,6 +79,7 @@ def test_ranking_of_the_oracle_is_the_simulators_own():
     assert result.spearman == pytest.approx(1.0) and result.pearson == pytest.approx(1.0)
     for policy in result.policies:
         assert policy["imagined_return"] == pytest.approx(policy["mujoco_return"], abs=1e-5)
+    assert result.return_gap == pytest.approx(0.0, abs=1e-5) and result.success_rate_gap == 0.0
 
 
 def test_the_fd_harness_broken_on_purpose_no_longer_scores_the_oracle(monkeypatch):
@@ -98,7 +99,7 @@ def test_the_rank_harness_broken_on_purpose_no_longer_ranks_the_oracle(monkeypat
     )
     oracle = MuJoCoOracle(POINT, seeds=range(EVAL_SEED + 10_000, EVAL_SEED + 10_003))
     result = evaluate_ranking(oracle, "point", episodes=3, noises=(0.0, 0.5, 1.0), sampling_steps=1, progress=False)
-    assert result.spearman < 0.0
+    assert result.spearman < 0.0 and result.return_gap > 1.0 and result.success_rate_gap > 0.3
 
 
 @pytest.mark.slow

@@ -28,6 +28,7 @@ def test_ranking_reports_correlations(model):
     imagined = [p["imagined_return"] for p in result.policies]
     assert result.spearman == pytest.approx(spearman(np.array(mujoco), np.array(imagined)), nan_ok=True)
     assert result.pearson == pytest.approx(pearson(np.array(mujoco), np.array(imagined)), nan_ok=True)
+    assert result.return_gap == pytest.approx(np.abs(np.array(imagined) - mujoco).mean())
 
 
 def test_cli_eval_rejects_an_unknown_embodiment(smoke_checkpoint, tmp_path, capsys):
