@@ -36,7 +36,7 @@ from cosmos_robot.datasets.declaration import load_declarations
 from cosmos_robot.datasets.rate import MODEL_FPS
 from cosmos_robot.datasets.training_set import Batch, TrainingSet, source_widths
 from cosmos_robot.fast_decoder_training import fast_reconstruction_psnr, train_fast_decoder
-from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
+from cosmos_robot.forward_prior_training import fit_state_head, rollout_error, train_forward_prior
 from cosmos_robot.keys import OBS_ENV_STATE
 from cosmos_robot.model.action_prior import PRIOR_CHUNK
 from cosmos_robot.model.batches import PriorBatch, ReasonerInputs, TransitionBatch
@@ -104,6 +104,9 @@ class TrainConfig:
             (docs/model.md, "Forward prior").
         forward_finetune_rollout: actions per training sequence of the second stage.
         forward_finetune_lr: its peak learning rate.
+        forward_state_steps: steps fitting the forward prior's state head, with a term linear in the
+            action (``ModelConfig.forward_state_action``, set by this), to one-step state changes after
+            the prior's stages, its trunk frozen (``forward_prior_training.fit_state_head``; 0: none).
         object_fit_steps: steps fitting each part of a pushed object's pose (the readout, and per robot the
             effector map and the push MLP; ``object_pose_training``) to the datasets that record it, right
             after the forward prior (0: the learned env carries no object).
@@ -161,6 +164,7 @@ class TrainConfig:
     forward_finetune_steps: int = 0
     forward_finetune_rollout: int = 2 * ROLLOUT_STEPS
     forward_finetune_lr: float = 1e-3
+    forward_state_steps: int = 0
     rollout_decoder_steps: int = 0
     object_fit_steps: int = 0
     object_prior_steps: int = 0
@@ -184,7 +188,14 @@ class TrainConfig:
         self.mode_mix = tuple(float(p) for p in self.mode_mix)
         if not self.datasets:
             raise ValueError("datasets=[]; expected at least one dataset")
-        counts = ("prior_batch", "prior_steps", "inverse_batch", "forward_steps", "forward_finetune_steps")
+        counts = (
+            "prior_batch",
+            "prior_steps",
+            "inverse_batch",
+            "forward_steps",
+            "forward_finetune_steps",
+            "forward_state_steps",
+        )
         objects = ("object_fit_steps", "object_prior_steps", "object_push_rollout_steps", "object_reward_steps")
         for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps", *objects):
             value = getattr(self, name)
@@ -197,6 +208,11 @@ class TrainConfig:
         for name in ("forward_lr", "forward_finetune_lr", "prior_lr"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive number")
+        if self.forward_state_steps and not self.forward_steps:
+            raise ValueError(
+                f"forward_state_steps={self.forward_state_steps} but forward_steps=0; expected a forward prior "
+                "(forward_steps > 0) or forward_state_steps=0"
+            )
         if self.rollout_decoder_steps and not self.forward_steps:
             raise ValueError(
                 f"rollout_decoder_steps={self.rollout_decoder_steps} but forward_steps=0; expected a forward prior "
@@ -230,6 +246,8 @@ class TrainConfig:
         for key, widest in (("action_width", max(w[0] for w in widths)), ("state_width", max(w[1] for w in widths))):
             if key not in self.model_overrides:
                 config[key] = max(config[key], -(-widest // 8) * 8)
+        if self.forward_state_steps:  # the term that the state head's fit trains
+            config["forward_state_action"] = True
         return ModelConfig.from_dict(config)
 
 
@@ -469,8 +487,21 @@ class Trainer:
                 progress=self.progress and self.rank == 0,
                 saver=self._phase_saver(stage, phase, started),
             )
+        state_head = None
+        if config.forward_state_steps:
+            # Killed here, a resumed run redoes only this short fit: the prior's last stage is saved.
+            state_head = fit_state_head(
+                self.network,
+                self.data.transitions(steps=1),
+                self.data.transitions("val", steps=1),
+                config.forward_state_steps,
+                seed=config.seed + 17,
+                progress=self.progress and self.rank == 0,
+            )
         error = rollout_error(self.network, self.data.transitions("val", steps=ROLLOUT_STEPS))
         self.forward_prior = asdict(error) | {"seconds": time.perf_counter() - started}
+        if state_head is not None:
+            self.forward_prior["state_head"] = state_head
         if config.rollout_decoder_steps:
             # Killed here, a resumed run redoes only this short step: the prior's last stage is saved.
             self.forward_prior["decoder_on_rollouts"] = fit_decoder_to_rollouts(

@@ -13,6 +13,8 @@
 - the block's reward head (``--object-reward-steps``; ``object_reward_training``), as ``train`` does with
   ``object_reward_steps``: a goal readout and a reward and success head per robot, which the learned
   env's reward and success then come from;
+- the forward prior's state head refitted with a term linear in the action (``--forward-state-steps``;
+  ``forward_prior_training.fit_state_head``), as ``train`` does with ``forward_state_steps``;
 - the decoder fitted to the (final) prior's rollouts (``--rollout-decoder-steps``;
   ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``.
 
@@ -46,7 +48,7 @@ import torch
 from cosmos_robot.checkpoint import load_checkpoint, save_checkpoint
 from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.fast_decoder_training import fast_reconstruction_psnr, train_fast_decoder
-from cosmos_robot.forward_prior_training import rollout_error, train_forward_prior
+from cosmos_robot.forward_prior_training import fit_state_head, rollout_error, train_forward_prior
 from cosmos_robot.model.config import ModelConfig
 from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.network import WorldActionNetwork
@@ -75,6 +77,9 @@ def main() -> None:
     parser.add_argument("--forward-rollout", type=int, default=ROLLOUT_STEPS, help="actions per training rollout")
     parser.add_argument("--forward-lr", type=float, default=2e-3, help="peak learning rate of the prior")
     parser.add_argument(
+        "--forward-state-steps", type=int, default=0, help="refit the prior's state head, steps (0: no)"
+    )
+    parser.add_argument(
         "--rollout-decoder-steps", type=int, default=0, help="fit the decoder to the prior's rollouts (0: no)"
     )
     parser.add_argument(
@@ -101,6 +106,7 @@ def main() -> None:
         ("object_prior_steps", 0),
         ("object_push_rollout_steps", 0),
         ("object_reward_steps", 0),
+        ("forward_state_steps", 0),
     ):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
@@ -164,6 +170,23 @@ def main() -> None:
         refit.forward_prior.requires_grad_(False)
         report["new_prior"] = dataclasses.asdict(rollout_error(refit, val))
         checkpoint.network = refit.eval()
+
+    if args.forward_state_steps:
+        network = checkpoint.network.float()
+        if network.forward_prior is None:
+            raise SystemExit("--forward-state-steps: the model has no forward prior")
+        if network.forward_prior.state_action is None:  # give it the linear action term (zero: unchanged)
+            config = ModelConfig.from_dict(network.config.to_dict() | {"forward_state_action": True})
+            wider = WorldActionNetwork(config)
+            missing, unexpected = wider.load_state_dict(network.state_dict(), strict=False)
+            if unexpected or any(not k.endswith("state_action") for k in missing):
+                raise SystemExit(f"--forward-state-steps: unexpected weights {unexpected}, missing {missing}")
+            network = wider
+        # The seed ``train`` gives this step (its config seed 0, plus 17).
+        report["state_head"] = fit_state_head(
+            network, data.transitions(steps=1), data.transitions("val", steps=1), args.forward_state_steps, seed=17
+        )
+        checkpoint.network = network.eval()
 
     if args.rollout_decoder_steps:
         autoencoder, network = checkpoint.autoencoder.requires_grad_(False).eval(), checkpoint.network.eval()

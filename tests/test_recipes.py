@@ -43,6 +43,7 @@ def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_ste
         "forward_warp": True,
     }
     assert train["forward_finetune_steps"] > 0 and train["forward_finetune_rollout"] == 8
+    assert train["forward_state_steps"] > 0  # the state head refitted with its linear action term
     assert train["rollout_decoder_steps"] > 0  # the decoder is fitted to the prior's rollouts
     assert train["object_fit_steps"] > 0 and train["object_prior_steps"] > 0  # the env carries the block
     assert train["object_push_rollout_steps"] > 0  # its pushes trained on rollouts of their own poses

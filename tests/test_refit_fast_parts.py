@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from cosmos_robot.checkpoint import load_checkpoint
+from cosmos_robot.checkpoint import load_checkpoint, save_checkpoint
+from cosmos_robot.model.config import ModelConfig
+from cosmos_robot.model.network import WorldActionNetwork
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "refit_fast_parts.py"
 
@@ -117,3 +119,30 @@ def test_the_block_is_fitted_anew_and_the_rest_kept(smoke_checkpoint, smoke_data
     for name in old:
         if not name.startswith("object_pose."):  # ...and nothing else changed
             torch.testing.assert_close(new[name], old[name], rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_state_head_refit_gives_an_old_prior_the_action_term_and_keeps_the_rest(smoke_checkpoint, smoke_data, tmp_path):
+    # A checkpoint made before the term: the smoke model with it taken out.
+    old = load_checkpoint(smoke_checkpoint)
+    config = ModelConfig.from_dict(old.network.config.to_dict() | {"forward_state_action": False})
+    plain = WorldActionNetwork(config)
+    plain.load_state_dict({k: v for k, v in old.network.state_dict().items() if not k.endswith("state_action")})
+    old.network, old.training = plain, None
+    save_checkpoint(old, tmp_path / "old")
+    data_dir = Path(smoke_data[0]).parent
+    out = tmp_path / "state"
+    args = ["--checkpoint", str(tmp_path / "old"), "--recipe", "smoke", "--data-dir", str(data_dir), "--out", str(out)]
+    args += ["--fast-decoder-steps", "0", "--forward-state-steps", "20"]
+    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    assert report["state_head"]["state_mse_after"] < report["state_head"]["state_mse_before"]
+    after = load_checkpoint(out)
+    assert after.network.config.forward_state_action
+    new, kept = after.network.state_dict(), plain.state_dict()
+    assert new["forward_prior.state_action"].abs().sum() > 0
+    head = ("forward_prior.state_mlp.", "forward_prior.state_weight", "forward_prior.state_bias")
+    for name in kept:
+        if not name.startswith(head):
+            torch.testing.assert_close(new[name], kept[name], rtol=0, atol=0)

@@ -240,6 +240,8 @@ def test_learning_rate_warms_up_then_decays():
         ({"object_push_rollout_steps": -1}, "object_push_rollout_steps=-1"),
         ({"forward_steps": 5, "object_push_rollout_steps": 3}, "object_fit_steps=0.*object_push_rollout_steps=3"),
         ({"object_reward_steps": -1}, "object_reward_steps=-1"),
+        ({"forward_state_steps": -1}, "forward_state_steps=-1"),
+        ({"forward_steps": 0, "forward_state_steps": 3}, "forward_state_steps=3 but forward_steps=0"),
         ({"forward_steps": 5, "object_reward_steps": 3}, "object_fit_steps=0.*object_reward_steps=3"),
     ],
 )
@@ -253,6 +255,9 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     assert ckpt.network.forward_prior is not None
     measured = ckpt.training["forward_prior"]
     assert {"latent_mse", "copy_mse", "state_rmse", "seconds"} <= set(measured) and measured["seconds"] > 0
+    # The smoke recipe refits the prior's state head with its linear action term.
+    assert ckpt.network.config.forward_state_action and ckpt.network.forward_prior.state_action is not None
+    assert {"state_mse_before", "state_mse_after", "seconds"} <= set(measured["state_head"])
     fitted = measured["decoder_on_rollouts"]  # the smoke recipe fits the decoder to the prior's rollouts
     assert {"psnr_before", "psnr_after", "seconds"} <= set(fitted) and fitted["seconds"] > 0
     # The smoke recipe carries the block for both robots: its parts are fitted and saved with the model.

@@ -49,6 +49,9 @@ class ModelConfig:
         forward_bfloat16: the forward prior's convolutions run in bfloat16, in training and in the env
             (its state and condition paths stay float32); fast on CPUs with AMX or AVX512-BF16 and on
             GPUs, slow elsewhere. False for checkpoints made before it.
+        forward_state_action: the forward prior's state change has a term linear in the action, one matrix
+            per embodiment, beside its MLP (a velocity command integrates into the next state; the MLP
+            learns the rest); False for checkpoints made before it.
         object_pose_domains: embodiment ids whose learned env carries an object's planar pose beside the
             grid (:mod:`cosmos_robot.model.object_pose`; needs ``forward_prior``); empty: none.
         object_half_extent: half the side, in metres, of the square the camera sees, where that pose lives.
@@ -79,6 +82,7 @@ class ModelConfig:
     forward_warp: bool = False
     forward_block: str = "norm_gelu"
     forward_bfloat16: bool = False
+    forward_state_action: bool = False
     object_pose_domains: tuple[int, ...] = ()
     object_half_extent: float = 0.22
     object_reward: bool = False
@@ -86,7 +90,7 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if self.forward_block not in FORWARD_BLOCKS:
             raise ValueError(f"forward_block={self.forward_block!r}; expected one of {', '.join(FORWARD_BLOCKS)}")
-        for name in ("forward_prior", "forward_warp", "forward_bfloat16", "object_reward"):
+        for name in ("forward_prior", "forward_warp", "forward_bfloat16", "forward_state_action", "object_reward"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected true or false")
         positive = (

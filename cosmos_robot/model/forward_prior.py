@@ -21,7 +21,11 @@ Why this shape:
   step (:class:`ReLUFiLMBlock`); the shipped default does both at width 64;
 - coordinate channels tell the convolutions where the walls are;
 - the state change comes from the pooled features, the state and the action, so ``agent_pos`` is
-  integrated from the last known state instead of being drawn anew each step;
+  integrated from the last known state instead of being drawn anew each step; with ``state_action`` a
+  term linear in the action is added (a velocity command integrates into the state), which
+  :func:`cosmos_robot.forward_prior_training.fit_state_head` fits with the rest of the state head on
+  one-step examples: the rollout loss, weighted to the frames, left arm2's joint angles 3x the error
+  of integrating the commands (docs/results.md);
 - :func:`rollout_loss` unrolls it on its own predictions for several steps (the gradient goes
   through the whole rollout) and weighs the cells that change, where the pusher and block are.
 """
@@ -130,6 +134,8 @@ class ForwardPrior(nn.Module):
             the state path and the sums that carry the grid and the state from step to step stay float32.
         extra_inputs: input channels beside the grid and the coordinates, given per step as ``extra``
             (maps of what the grid does not say, e.g. where an object is; see :meth:`add_inputs`).
+        state_action: the state change also has a term linear in the action, one matrix per embodiment
+            (zero until trained: the prior computes what it did without it).
     """
 
     def __init__(
@@ -146,6 +152,7 @@ class ForwardPrior(nn.Module):
         block: str = "norm_gelu",
         bfloat16: bool = False,
         extra_inputs: int = 0,
+        state_action: bool = False,
     ) -> None:
         super().__init__()
         if block not in BLOCKS:
@@ -179,6 +186,7 @@ class ForwardPrior(nn.Module):
         )
         self.state_weight = nn.Parameter(torch.zeros(num_domains, hidden, state_width))
         self.state_bias = nn.Parameter(torch.zeros(num_domains, state_width))
+        self.state_action = nn.Parameter(torch.zeros(num_domains, action_width, state_width)) if state_action else None
 
     def add_inputs(self, count: int) -> None:
         """Give the stem ``count`` more input channels, zero-weighted: the prior computes what it did until
@@ -249,6 +257,19 @@ class ForwardPrior(nn.Module):
             domain: (B,) embodiment ids, or one id for the whole batch.
             extra: (B, extra_inputs, h, w) the extra input maps of this step (None: all zero).
         """
+        change, pooled = self.trunk_step(grid, state, action, domain, extra)
+        return change, self.state_head(pooled, action.to(grid.dtype), domain)
+
+    def trunk_step(
+        self,
+        grid: torch.Tensor,
+        state: torch.Tensor,
+        action: torch.Tensor,
+        domain: torch.Tensor | int,
+        extra: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(grid change (B, C, h, w), the state head's inputs (B, F)) of one step (arguments as :meth:`forward`):
+        the state head alone can then be fitted on inputs computed once (``fit_state_head``)."""
         b, _, h, w = grid.shape
         if extra is None and self.extra_inputs:
             # Not told: the maps at zero, what a prior reads before its added inputs are trained.
@@ -267,14 +288,21 @@ class ForwardPrior(nn.Module):
         inputs = coords if extra is None else torch.cat([coords, extra.to(grid.dtype)], 1)
         change, features = self._run_trunk(grid, inputs, condition)
         pooled = torch.cat([features, condition, action, state_features], 1)
-        state_change = _by_domain(self.state_mlp(pooled), self.state_weight, domain)
         if self.warp:
             change, flow = change.split([change.shape[1] - 2, 2], 1)
             # grid_sample reads (x, y) in [-1, 1]: a cell is 2 / (side - 1) there (align_corners).
             scale = torch.tensor([2.0 / (w - 1), 2.0 / (h - 1)], dtype=grid.dtype, device=grid.device)
             where = (coords.flip(1) - flow * scale[:, None, None]).permute(0, 2, 3, 1)
             change = change + F.grid_sample(grid, where, align_corners=True, padding_mode="border") - grid
-        return change, state_change + self.state_bias[domain]
+        return change, pooled
+
+    def state_head(self, pooled: torch.Tensor, action: torch.Tensor, domain: torch.Tensor | int) -> torch.Tensor:
+        """The state change (B, state_width) from the head's inputs ``pooled`` (B, F; :meth:`trunk_step`) and
+        the normalised ``action`` (B, action_width)."""
+        change = _by_domain(self.state_mlp(pooled), self.state_weight, domain) + self.state_bias[domain]
+        if self.state_action is not None:
+            change = change + _by_domain(action, self.state_action, domain)
+        return change
 
     def rollout(
         self,

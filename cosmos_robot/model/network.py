@@ -183,6 +183,7 @@ class WorldActionNetwork(nn.Module):
             warp=config.forward_warp,
             block=config.forward_block,
             bfloat16=config.forward_bfloat16,
+            state_action=config.forward_state_action,
             extra_inputs=extra_inputs,
         )
 

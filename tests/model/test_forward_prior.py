@@ -244,3 +244,37 @@ def test_bfloat16_trunk_is_the_same_function_with_and_without_autograd_and_follo
         prior.frame_out.bias.add_(1.0)  # every cell's change grows by one
         moved, _ = prior(grid, state, action, 0)
     torch.testing.assert_close(moved, cached + 1.0, atol=0.02, rtol=0)
+
+
+def test_state_action_term_starts_at_zero_and_is_linear_in_the_action():
+    torch.manual_seed(0)
+    plain = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2)
+    with torch.no_grad():
+        for p in plain.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    with_term = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2, state_action=True)
+    with_term.load_state_dict(plain.state_dict(), strict=False)
+    grid, state, action = torch.randn(4, 4, 8, 8), torch.randn(4, 3), torch.randn(4, 2)
+    domain = torch.tensor([0, 1, 0, 1])
+    with torch.no_grad():
+        torch.testing.assert_close(with_term(grid, state, action, domain), plain(grid, state, action, domain))
+        with_term.state_action[1] = torch.tensor([[1.0, 0.0, 2.0], [0.0, -1.0, 0.0]])
+        _, base = plain(grid, state, action, domain)
+        _, moved = with_term(grid, state, action, domain)
+    added = moved - base
+    torch.testing.assert_close(added[0::2], torch.zeros(2, 3))  # domain 0's matrix is still zero
+    torch.testing.assert_close(added[1::2], action[1::2] @ with_term.state_action[1].detach())
+
+
+def test_trunk_step_and_state_head_are_the_forward_pass():
+    torch.manual_seed(1)
+    prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2, warp=True, state_action=True)
+    with torch.no_grad():
+        for p in prior.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    grid, state, action, domain = torch.randn(3, 4, 8, 8), torch.randn(3, 3), torch.randn(3, 2), 1
+    with torch.no_grad():
+        change, state_change = prior(grid, state, action, domain)
+        trunk_change, inputs = prior.trunk_step(grid, state, action, domain)
+        torch.testing.assert_close(trunk_change, change)
+        torch.testing.assert_close(prior.state_head(inputs, action, domain), state_change)
