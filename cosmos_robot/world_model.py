@@ -325,7 +325,14 @@ class WorldActionModel:
             if state is not None:
                 state_norm = self.processor.states_in(embodiment, state)
             drawing = decode or not prior_only
-            tokens, states_norm, rolled, scores = self._prior_rollout(entry, carried, state_norm, actions, drawing)
+            # The drawer paints the block into the grid only where frames are read (decoded, or for the MoT):
+            # the carried pose alone feeds the reward head, so a state-only env with the learned reward
+            # steps one conv net, not two.
+            objects = self.network.object_pose
+            painting = decode or objects is None or not objects.has_reward
+            tokens, states_norm, rolled, scores = self._prior_rollout(
+                entry, carried, state_norm, actions, drawing, painting
+            )
             # The MoT reads pixels: frames are decoded where it runs, else only where asked for.
             future = draw(tokens) if decode or (drawing and scores is None) else None
             latents_out = torch.cat([carried, rolled], 1)[:, -self.context_frames :].float().cpu().numpy()
@@ -450,6 +457,7 @@ class WorldActionModel:
         state_norm: np.ndarray,
         actions: np.ndarray,
         draw: bool,
+        paint: bool = True,
     ) -> tuple[torch.Tensor, np.ndarray, torch.Tensor, tuple[np.ndarray, np.ndarray] | None]:
         """The forward prior alone: (the drawn tokens (B, Hz, GG, Cf), normalised states (B, Hz, S), the
         latents' tokens (B, Hz, width, Cf), (rewards, success probabilities) (B, Hz) of the object's reward
@@ -458,7 +466,9 @@ class WorldActionModel:
         With an object (:mod:`cosmos_robot.model.object_pose`) each step runs the prior for the agent state
         (whose next value the object's push needs) and, where frames are ``draw``n, the object's drawer
         told the object's pose now and after its push, for the drawn grid. Not drawing, the drawn grid
-        follows the prior's and the object is read again at the next draw."""
+        follows the prior's and the object is read again at the next draw. Drawing without ``paint``, the
+        object is carried and scored but the drawer is not run: the drawn grid follows the prior's (for
+        callers that read no frame; one that later decodes sees the prior's own block)."""
         name, domain = entry.embodiment.name, entry.embodiment.domain_id
         b, horizon = actions.shape[:2]
         gg = self.config.tokens_per_frame
@@ -493,10 +503,11 @@ class WorldActionModel:
                     reward, probability = objects.rewards(memory, effector_after, domain)
                     rewards.append(reward)
                     success.append(probability)
-                maps = step_maps(memory[:, :3], memory[:, 3:6], drawn.shape[-1], objects.half_extent)
-                drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]
+                if paint:
+                    maps = step_maps(memory[:, :3], memory[:, 3:6], drawn.shape[-1], objects.half_extent)
+                    drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]
             grid, state = grid + grid_change, state_after
-            if not draw:
+            if not (draw and paint):
                 drawn = grid
             grids.append(grid)
             drawn_grids.append(drawn)

@@ -160,6 +160,28 @@ def test_the_objects_reward_head_scores_the_carried_pose_and_the_mot_does_not_ru
     np.testing.assert_allclose(scored.success[:, -1], success.numpy(), atol=1e-3)
 
 
+def test_without_frames_the_block_is_carried_and_scored_without_running_the_drawer(model, episode, monkeypatch):
+    frames, states, actions = episode
+    pictured = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0])
+    objects = model.network.object_pose
+    calls = []
+    hook = objects.drawer.register_forward_hook(lambda *args: calls.append(1))
+    try:
+        lean = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0], decode=False)
+    finally:
+        hook.remove()
+    assert calls == [] and lean.frames is None
+    # The same states, carried pose, reward and success as the call that drew the frames.
+    np.testing.assert_array_equal(lean.states, pictured.states)
+    np.testing.assert_allclose(lean.rewards, pictured.rewards, atol=1e-6)
+    np.testing.assert_allclose(lean.success, pictured.success, atol=1e-6)
+    gg = model.config.tokens_per_frame
+    np.testing.assert_allclose(lean.latents[:, :, 2 * gg], pictured.latents[:, :, 2 * gg], atol=1e-6)
+    assert lean.latents[0, -1, 2 * gg, MEMORY_WIDTH] == 1  # carried: not read again at the next call
+    # The drawn grid is the prior's own, as where nothing is drawn.
+    np.testing.assert_allclose(lean.latents[:, :, :gg], lean.latents[:, :, gg : 2 * gg], atol=0)
+
+
 def test_the_carried_block_changes_the_frames_only_and_is_read_again_after_steps_not_drawn(model, episode):
     frames, states, actions = episode
     carried = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0], rewards=False)
