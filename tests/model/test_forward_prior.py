@@ -17,6 +17,13 @@ def blob_grids(positions: torch.Tensor, channels: int = 4, side: int = 8) -> tor
     return grids
 
 
+def perturb(prior: ForwardPrior, scale: float = 0.05) -> None:
+    """Move every weight off its (partly zero) initialisation, so each path of the prior is exercised."""
+    with torch.no_grad():
+        for p in prior.parameters():
+            p.add_(torch.randn_like(p) * scale)
+
+
 @pytest.mark.parametrize(
     ("block", "bfloat16"), [("norm_gelu", False), ("relu", False), ("relu", True)], ids=["norm_gelu", "relu", "bf16"]
 )
@@ -35,9 +42,7 @@ def test_untrained_prior_predicts_no_change(block, bfloat16):
 def test_rollout_chains_single_steps():
     torch.manual_seed(0)
     prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2)
-    with torch.no_grad():
-        for p in prior.parameters():
-            p.add_(torch.randn_like(p) * 0.05)
+    perturb(prior)
     grid, state, actions = torch.randn(2, 4, 8, 8), torch.randn(2, 3), torch.randn(2, 2, 2)
     domain = torch.tensor([0, 1])
     grids, states = prior.rollout(grid, state, actions, domain)
@@ -50,9 +55,7 @@ def test_rollout_chains_single_steps():
 def test_added_inputs_leave_a_trained_prior_unchanged_until_trained_and_are_read_every_step():
     torch.manual_seed(0)
     prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=1, width=16, warp=True)
-    with torch.no_grad():
-        for p in prior.parameters():
-            p.add_(torch.randn_like(p) * 0.05)
+    perturb(prior)
     grid, state, actions = torch.randn(2, 4, 8, 8), torch.randn(2, 3), torch.randn(2, 3, 2)
     before = prior.rollout(grid, state, actions, 0)
     prior.add_inputs(3)
@@ -224,9 +227,7 @@ def test_bfloat16_trunk_is_the_same_function_with_and_without_autograd_and_follo
     prior = ForwardPrior(
         latent_channels=4, state_width=3, action_width=2, num_domains=1, width=16, block="relu", bfloat16=True
     )
-    with torch.no_grad():
-        for p in prior.parameters():
-            p.add_(torch.randn_like(p) * 0.05)
+    perturb(prior)
     grid, state, action = torch.randn(4, 4, 8, 8), torch.randn(4, 3), torch.randn(4, 2)
     with torch.no_grad():
         cached, cached_state = prior(grid, state, action, 0)
@@ -249,9 +250,7 @@ def test_bfloat16_trunk_is_the_same_function_with_and_without_autograd_and_follo
 def test_state_action_term_starts_at_zero_and_is_linear_in_the_action():
     torch.manual_seed(0)
     plain = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2)
-    with torch.no_grad():
-        for p in plain.parameters():
-            p.add_(torch.randn_like(p) * 0.05)
+    perturb(plain)
     with_term = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2, state_action=True)
     with_term.load_state_dict(plain.state_dict(), strict=False)
     grid, state, action = torch.randn(4, 4, 8, 8), torch.randn(4, 3), torch.randn(4, 2)
@@ -269,9 +268,7 @@ def test_state_action_term_starts_at_zero_and_is_linear_in_the_action():
 def test_trunk_step_and_state_head_are_the_forward_pass():
     torch.manual_seed(1)
     prior = ForwardPrior(latent_channels=4, state_width=3, action_width=2, num_domains=2, warp=True, state_action=True)
-    with torch.no_grad():
-        for p in prior.parameters():
-            p.add_(torch.randn_like(p) * 0.05)
+    perturb(prior)
     grid, state, action, domain = torch.randn(3, 4, 8, 8), torch.randn(3, 3), torch.randn(3, 2), 1
     with torch.no_grad():
         change, state_change = prior(grid, state, action, domain)
