@@ -185,6 +185,21 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     )
     fd.set_defaults(run=_run_eval_fd)
 
+    fds = kinds.add_parser("fd-state", help="the state-only learned env's agent_pos vs MuJoCo, open loop")
+    _add_model_args(fds)
+    fds.add_argument("--episodes", type=int, default=8, help="seeded episodes per action source")
+    fds.add_argument("--horizon", type=int, default=16, help="open-loop steps")
+    fds.add_argument(
+        "--stepped-by",
+        default="agent-heads",
+        choices=("agent-heads", "forward-prior"),
+        help="what steps the states where the checkpoint has agent heads (forward-prior: the ablation)",
+    )
+    fds.add_argument(
+        "--seed", type=int, help="seed of the first evaluation episode (default: the harness's evaluation seeds)"
+    )
+    fds.set_defaults(run=_run_eval_fd_state)
+
     rank = kinds.add_parser("rank", help="rank graded scripted policies in MuJoCo and in the learned env")
     _add_model_args(rank)
     rank.add_argument("--episodes", type=int, default=8, help="seeded episodes per policy")
@@ -302,6 +317,30 @@ def _learned_env_model(args: argparse.Namespace, first_seed: int, episodes: int,
         raise ValueError(f"embodiment={embodiment!r}; expected one of {sorted(PUSH_BLOCK_IDS)}")
     first = first_seed if args.seed is None else args.seed
     return MuJoCoOracle(PUSH_BLOCK_IDS[embodiment], seeds=range(first, first + episodes))
+
+
+def _run_eval_fd_state(args: argparse.Namespace) -> None:
+    from cosmos_robot.eval.fd_states import evaluate_fd_states
+    from cosmos_robot.seeds import FD_SEED
+
+    model = _learned_env_model(args, FD_SEED, args.episodes)
+    result = evaluate_fd_states(
+        model,
+        args.embodiment,
+        episodes=args.episodes,
+        horizon=args.horizon,
+        agent_heads=args.stepped_by == "agent-heads",
+        **_seed(args),
+    )
+    _write_json(args.json, result.to_json())
+    # Millimetres for a point's metres, milliradians for an arm's joint angles.
+    unit = "mm" if args.embodiment == "point" else "mrad"
+    at = [h for h in (1, 4, 8, args.horizon) if h <= args.horizon]
+    errors = ", ".join(f"h{h} {1000 * result.state_error[h - 1]:.2f}" for h in at)
+    print(
+        f"fd-state {args.embodiment} ({result.stepped_by}): agent_pos error {unit} {errors}; shuffled actions "
+        f"{result.shuffled_ratio_h8:.1f}x the error at h8; {result.episodes_per_source} episodes per source"
+    )
 
 
 def _run_eval_fd(args: argparse.Namespace) -> None:

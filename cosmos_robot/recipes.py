@@ -120,6 +120,8 @@ DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "object_prior_steps": 800,
     "object_push_rollout_steps": 2000,
     "object_reward_steps": 1500,
+    "object_agent_steps": 4000,
+    "object_agent_rollout_steps": 1000,
     "prior_steps": 6000,
     "model_overrides": {
         "forward_prior": True,
@@ -162,6 +164,8 @@ RECIPES: dict[str, Recipe] = {
             "object_prior_steps": 2,
             "object_push_rollout_steps": 2,
             "object_reward_steps": 2,
+            "object_agent_steps": 2,
+            "object_agent_rollout_steps": 1,
             # The default's kind of forward prior (warp, ReLU blocks, bfloat16 trunk), so the tests train,
             # save and serve that path end to end.
             "model_overrides": {

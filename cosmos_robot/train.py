@@ -24,6 +24,7 @@ import torch.distributed as dist
 from tqdm.auto import tqdm
 
 from cosmos_robot.action_prior_training import prior_error, train_action_prior
+from cosmos_robot.agent_dynamics_training import fit_agent_dynamics
 from cosmos_robot.autoencoder_training import reconstruction_psnr, train_autoencoder
 from cosmos_robot.checkpoint import (
     Checkpoint,
@@ -116,6 +117,11 @@ class TrainConfig:
         object_reward_steps: steps fitting the object's goal readout and each robot's reward head, after
             the object (``object_reward_training``): the learned env's reward and success then come from
             the carried pose instead of the MoT's heads (0: from the MoT's heads).
+        object_agent_steps: steps fitting each robot's agent head on one-step changes of its state, after the
+            object (``agent_dynamics_training``): a learned env that returns no frames then steps the agent
+            state and the block by MLPs instead of the forward prior's convolutions (0: no agent heads).
+        object_agent_rollout_steps: steps fine-tuning each agent head on 16-step rollouts of its own states
+            after its one-step fit (0: none).
         rollout_decoder_steps: steps fitting the autoencoder's decoder to the trained forward prior's own
             rollouts (of the last stage's length), right after it (``rollout_decoder_training``; 0: none).
             The decoder then draws the effector where it overlaps another object in an imagined frame.
@@ -170,6 +176,8 @@ class TrainConfig:
     object_prior_steps: int = 0
     object_push_rollout_steps: int = 0
     object_reward_steps: int = 0
+    object_agent_steps: int = 0
+    object_agent_rollout_steps: int = 0
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -196,7 +204,14 @@ class TrainConfig:
             "forward_finetune_steps",
             "forward_state_steps",
         )
-        objects = ("object_fit_steps", "object_prior_steps", "object_push_rollout_steps", "object_reward_steps")
+        objects = (
+            "object_fit_steps",
+            "object_prior_steps",
+            "object_push_rollout_steps",
+            "object_reward_steps",
+            "object_agent_steps",
+            "object_agent_rollout_steps",
+        )
         for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps", *objects):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -218,14 +233,26 @@ class TrainConfig:
                 f"rollout_decoder_steps={self.rollout_decoder_steps} but forward_steps=0; expected a forward prior "
                 "to roll out (forward_steps > 0) or rollout_decoder_steps=0"
             )
-        other_object_steps = self.object_prior_steps or self.object_push_rollout_steps or self.object_reward_steps
+        other_object_steps = (
+            self.object_prior_steps
+            or self.object_push_rollout_steps
+            or self.object_reward_steps
+            or self.object_agent_steps
+            or self.object_agent_rollout_steps
+        )
         if (self.object_fit_steps or other_object_steps) and not (self.forward_steps and self.object_fit_steps):
             raise ValueError(
                 f"object_fit_steps={self.object_fit_steps}, object_prior_steps={self.object_prior_steps}, "
                 f"object_push_rollout_steps={self.object_push_rollout_steps}, "
-                f"object_reward_steps={self.object_reward_steps}, forward_steps={self.forward_steps}; "
+                f"object_reward_steps={self.object_reward_steps}, object_agent_steps={self.object_agent_steps}, "
+                f"object_agent_rollout_steps={self.object_agent_rollout_steps}, forward_steps={self.forward_steps}; "
                 "expected object_fit_steps > 0 and a forward prior (forward_steps > 0) to carry an object, "
                 "or every object step 0"
+            )
+        if self.object_agent_rollout_steps and not self.object_agent_steps:
+            raise ValueError(
+                f"object_agent_rollout_steps={self.object_agent_rollout_steps} but object_agent_steps=0; expected "
+                "the one-step fit first (object_agent_steps > 0) or object_agent_rollout_steps=0"
             )
         if self.prior_steps and not self.prior_batch:
             raise ValueError(
@@ -391,7 +418,10 @@ class Trainer:
                 )
             domains = tuple(self.data.data[n].embodiment.domain_id for n in carried)
             model_config = replace(
-                model_config, object_pose_domains=domains, object_reward=bool(config.object_reward_steps)
+                model_config,
+                object_pose_domains=domains,
+                object_reward=bool(config.object_reward_steps),
+                object_agent=bool(config.object_agent_steps),
             )
 
         torch.manual_seed(config.seed + 1)
@@ -533,6 +563,15 @@ class Trainer:
                     self.data,
                     config.object_reward_steps,
                     seed=config.seed + 13,
+                    progress=self.progress and self.rank == 0,
+                )
+            if config.object_agent_steps:
+                self.forward_prior["object_agent"] = fit_agent_dynamics(
+                    self.network,
+                    self.data,
+                    config.object_agent_steps,
+                    config.object_agent_rollout_steps,
+                    seed=config.seed + 19,
                     progress=self.progress and self.rank == 0,
                 )
 

@@ -73,6 +73,10 @@ class WorldActionModel:
         # decodes every step). Off by default: measured, it loses arm2's 5-pixel fingertip (found in 33-75 %
         # of imagined frames against 79-96 % with the full decoder; docs/results.md). Point keeps its numbers.
         self.fast_decoding = False
+        # Where no frame is read (``decode=False``) and the checkpoint's object has agent heads, the agent
+        # state and the block are stepped by them and the push MLP alone, not by the forward prior's
+        # convolutions (``agent_dynamics_training``); False runs the prior there too (the ablation).
+        self.agent_heads = True
         self._last_decode: tuple[torch.Tensor, np.ndarray, bool] | None = None
 
     @property
@@ -320,6 +324,17 @@ class WorldActionModel:
         # the MoT's own rollout does not carry it, and only its reward and success are read.
         with_object = self._carries_objects(entry) and self.forward_path == "full"
         given = None
+        if not decode and (prior_only or with_object) and self._steps_agent_heads(entry, prior_only):
+            state_norm = np.zeros((b, self.config.state_width), np.float32)
+            if state is not None:
+                state_norm = self.processor.states_in(embodiment, state)
+            states_norm, carried_out, scores = self._agent_rollout(entry, carried, state_norm, actions, not prior_only)
+            latents_out = torch.cat([carried, carried_out], 1)[:, -self.context_frames :].float().cpu().numpy()
+            states_out = self.processor.states_out(embodiment, states_norm).astype(np.float32)
+            if scores is None:
+                zeros = np.zeros((b, horizon), np.float32) if rewards else None
+                return Prediction(None, states_out, zeros, None if zeros is None else zeros.copy(), latents_out)
+            return Prediction(None, states_out, scores[0], scores[1], latents_out)
         if (prior_only or with_object) and self.network.forward_prior is not None:
             state_norm = np.zeros((b, self.config.state_width), np.float32)
             if state is not None:
@@ -449,6 +464,65 @@ class WorldActionModel:
         future = chunk[:, : self.num_frames - self.context_frames, :a]
         chosen[:, self.context_frames - 1 :] = future.float().cpu().numpy()
         return chosen
+
+    def _steps_agent_heads(self, entry: EmbodimentEntry, prior_only: bool) -> bool:
+        """Whether forward dynamics without frames steps the object's agent heads for ``entry``: they exist, are
+        switched on (:attr:`agent_heads`), this is the full path, and the learned reward, where it is read,
+        comes from the object's reward head."""
+        objects = self.network.object_pose
+        if not (self.agent_heads and self.forward_path == "full" and self._carries_objects(entry)):
+            return False
+        return objects.has_agent and (prior_only or objects.has_reward)
+
+    def _agent_rollout(
+        self,
+        entry: EmbodimentEntry,
+        context_tokens: torch.Tensor,
+        state_norm: np.ndarray,
+        actions: np.ndarray,
+        scored: bool,
+    ) -> tuple[np.ndarray, torch.Tensor, tuple[np.ndarray, np.ndarray] | None]:
+        """The object's agent heads alone: (normalised states (B, Hz, S), the latents' tokens (B, Hz, width, Cf),
+        (rewards, success probabilities) (B, Hz) of the object's reward head where ``scored``, else None) from
+        ``context_tokens`` (B, Tc, width, Cf).
+
+        The agent state, the block's pose and the effector are stepped by MLPs; no grid is. The latents carry
+        the last grids unchanged and the block's memory as known: a later call that decodes draws the grid of
+        the last frame drawn, with the block where it is carried."""
+        name, domain = entry.embodiment.name, entry.embodiment.domain_id
+        b, horizon = actions.shape[:2]
+        gg = self.config.tokens_per_frame
+        objects = self.network.object_pose
+        state = torch.from_numpy(state_norm).to(self.device)
+        actions_in = torch.from_numpy(self.processor.actions_in(name, actions)).to(self.device)
+        channels = (torch.arange(self.config.state_width, device=self.device) < entry.embodiment.state_dim).float()
+        last = context_tokens[:, -1]
+        memory, known = last[:, 2 * gg, :MEMORY_WIDTH], last[:, 2 * gg, MEMORY_WIDTH] > 0.5
+        if not known.all():  # a start, or frames not drawn since: read the object where it is drawn
+            drawn = latent_grids(context_tokens[:, -1:, :gg], self.config)[:, 0]
+            memory = torch.where(known[:, None], memory, objects.start(drawn, state, domain))
+        effector = objects.effector_of(state, domain)
+        states, memories, rewards, success = [], [], [], []
+        for k in range(horizon):
+            features = objects.agent_features(state, memory, effector, actions_in[:, k])
+            state = (state + objects.agent_change(features, domain)) * channels
+            effector_after = objects.effector_of(state, domain)
+            memory = objects.step(memory, effector, effector_after, actions_in[:, k], domain)
+            effector = effector_after
+            if scored:
+                reward, probability = objects.rewards(memory, effector, domain)
+                rewards.append(reward)
+                success.append(probability)
+            states.append(state)
+            memories.append(memory)
+        carried = last[:, None].repeat(1, horizon, 1, 1)
+        carried[:, :, 2 * gg, :MEMORY_WIDTH] = torch.stack(memories, 1)
+        carried[:, :, 2 * gg, MEMORY_WIDTH] = 1.0
+        states_out = torch.stack(states, 1)[..., : entry.embodiment.state_dim].float().cpu().numpy()
+        scores = None
+        if scored:
+            scores = (torch.stack(rewards, 1).float().cpu().numpy(), torch.stack(success, 1).float().cpu().numpy())
+        return states_out, carried, scores
 
     def _prior_rollout(
         self,

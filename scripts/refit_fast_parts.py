@@ -15,6 +15,8 @@
   env's reward and success then come from;
 - the forward prior's state head refitted with a term linear in the action (``--forward-state-steps``;
   ``forward_prior_training.fit_state_head``), as ``train`` does with ``forward_state_steps``;
+- the block's agent heads (``--agent-steps``, ``--agent-rollout-steps``; ``agent_dynamics_training``), as
+  ``train`` does with ``object_agent_steps``: the agent state stepped by MLPs where no frame is read;
 - the decoder fitted to the (final) prior's rollouts (``--rollout-decoder-steps``;
   ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``.
 
@@ -45,6 +47,7 @@ import time
 
 import torch
 
+from cosmos_robot.agent_dynamics_training import attach_agent_dynamics, fit_agent_dynamics
 from cosmos_robot.checkpoint import load_checkpoint, save_checkpoint
 from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.fast_decoder_training import fast_reconstruction_psnr, train_fast_decoder
@@ -60,7 +63,7 @@ from cosmos_robot.rollout_decoder_training import fit_decoder_to_rollouts
 from cosmos_robot.world_model import default_checkpoint_path
 
 # A config without the block (its parts are fitted anew, or go with the prior they copied).
-NO_OBJECT = {"object_pose_domains": [], "object_reward": False}
+NO_OBJECT = {"object_pose_domains": [], "object_reward": False, "object_agent": False}
 
 
 def main() -> None:
@@ -95,6 +98,8 @@ def main() -> None:
         "--object-push-rollout-steps", type=int, default=0, help="steps of the push MLPs on 16-step rollouts"
     )
     parser.add_argument("--object-reward-steps", type=int, default=0, help="fit the block's reward head, steps (0: no)")
+    parser.add_argument("--agent-steps", type=int, default=0, help="fit the block's agent heads, steps (0: no)")
+    parser.add_argument("--agent-rollout-steps", type=int, default=0, help="... then on 16-step rollouts, steps")
     parser.add_argument("--ae-object-weight", type=float, default=10.0, help="the autoencoder's object weight")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
@@ -107,9 +112,15 @@ def main() -> None:
         ("object_push_rollout_steps", 0),
         ("object_reward_steps", 0),
         ("forward_state_steps", 0),
+        ("agent_steps", 0),
+        ("agent_rollout_steps", 0),
     ):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
+    if args.agent_rollout_steps and not args.agent_steps:
+        parser.error(
+            f"--agent-rollout-steps={args.agent_rollout_steps} needs --agent-steps (the one-step fit comes first)"
+        )
     refit_prior = args.forward_width is not None or args.forward_blocks is not None
     if refit_prior and args.forward_finetune:
         parser.error(
@@ -236,6 +247,17 @@ def main() -> None:
         attach_object_reward(network)
         # The seed ``train`` gives this step (its config seed 0, plus 13).
         report["object_reward"] = fit_object_reward(network, data, args.object_reward_steps, seed=13)
+        checkpoint.network = network.eval()
+    if args.agent_steps:
+        network = checkpoint.network.float()
+        if network.object_pose is None:
+            raise SystemExit("--agent-steps: the model carries no block (give it one: --object-fit-steps)")
+        if network.object_pose.has_agent:  # fitted anew
+            network.object_pose.drop_agent()
+            network.config = ModelConfig.from_dict(network.config.to_dict() | {"object_agent": False})
+        attach_agent_dynamics(network)
+        # The seed ``train`` gives this step (its config seed 0, plus 19).
+        report["agent_heads"] = fit_agent_dynamics(network, data, args.agent_steps, args.agent_rollout_steps, seed=19)
         checkpoint.network = network.eval()
     checkpoint.training = None
     save_checkpoint(checkpoint, args.out)

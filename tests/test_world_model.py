@@ -19,6 +19,14 @@ def model(smoke_checkpoint):
     return WorldActionModel.from_pretrained(smoke_checkpoint)
 
 
+@pytest.fixture
+def prior_states(model):
+    """The model with its agent heads off: states without frames come from the forward prior, as with them."""
+    model.agent_heads = False
+    yield model
+    model.agent_heads = True
+
+
 @pytest.fixture(scope="module")
 def episode():
     recorded = record_inputs("point", seed=3, steps=9)
@@ -105,7 +113,7 @@ def test_the_full_path_keeps_the_priors_rollout_and_adds_reward_and_success(mode
     assert np.abs(corrected.states - full.states).max() > 1e-4  # the correction is what the switch turns off
 
 
-def test_what_is_not_read_is_not_computed(model, episode):
+def test_what_is_not_read_is_not_computed(model, episode, prior_states):
     # decode=False leaves the frames out, rewards=False the MoT: the full path is then the prior's rollout.
     frames, states, actions = episode
     full = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], steps=2)
@@ -160,7 +168,7 @@ def test_the_objects_reward_head_scores_the_carried_pose_and_the_mot_does_not_ru
     np.testing.assert_allclose(scored.success[:, -1], success.numpy(), atol=1e-3)
 
 
-def test_without_frames_the_block_is_carried_and_scored_without_running_the_drawer(model, episode, monkeypatch):
+def test_without_frames_the_block_is_carried_and_scored_without_running_the_drawer(model, episode, monkeypatch, prior_states):
     frames, states, actions = episode
     pictured = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0])
     objects = model.network.object_pose
@@ -182,7 +190,43 @@ def test_without_frames_the_block_is_carried_and_scored_without_running_the_draw
     np.testing.assert_allclose(lean.latents[:, :, :gg], lean.latents[:, :, gg : 2 * gg], atol=0)
 
 
-def test_the_carried_block_changes_the_frames_only_and_is_read_again_after_steps_not_drawn(model, episode):
+def test_without_frames_the_agent_heads_step_the_state_and_the_block_and_no_convolution_runs(
+    model, episode, monkeypatch
+):
+    frames, states, actions = episode
+    objects = model.network.object_pose
+    assert objects.has_agent and model.agent_heads  # the smoke recipe fits them; on by default
+    model.agent_heads = False
+    prior = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0], decode=False)
+    model.agent_heads = True
+    first = model.forward_dynamics(frames[:1], actions[:2], "point", states=states[0], decode=False)
+
+    def no_conv(*args, **kwargs):
+        raise AssertionError("a convolution ran")
+
+    monkeypatch.setattr(model.network.forward_prior, "forward", no_conv)
+    monkeypatch.setattr(objects.drawer, "forward", no_conv)
+    monkeypatch.setattr(objects.readout, "forward", no_conv)  # the block is carried, not read again
+    lean = model.forward_dynamics(
+        frames[:1], actions[2:4], "point", states=first.states[0, -1], latents=first.latents, decode=False
+    )
+    assert lean.frames is None and lean.states.shape == (1, 2, 2) and lean.rewards.shape == (1, 2)
+    gg = model.config.tokens_per_frame
+    assert (lean.latents[:, :, 2 * gg, MEMORY_WIDTH] == 1).all()  # carried: not read again
+    # One step by hand: the head's change from the state, the carried memory and the action.
+    domain = model._entry("point").embodiment.domain_id
+    state = torch.from_numpy(model.processor.states_in("point", first.states[:, -1]))
+    memory = torch.from_numpy(first.latents[:, -1, 2 * gg, :MEMORY_WIDTH])
+    action = torch.from_numpy(model.processor.actions_in("point", actions[2:3]))
+    with torch.no_grad():
+        features = objects.agent_features(state, memory, objects.effector_of(state, domain), action)
+        stepped = state + objects.agent_change(features, domain)
+    np.testing.assert_allclose(lean.states[:, 0], model.processor.states_out("point", stepped.numpy()), atol=1e-5)
+    # The prior's states are another rollout of the same actions (what agent_heads=False runs).
+    assert prior.states.shape == (1, 4, 2) and not np.allclose(prior.states[:, 2:], lean.states, atol=1e-6)
+
+
+def test_the_carried_block_changes_the_frames_only_and_is_read_again_after_steps_not_drawn(model, episode, prior_states):
     frames, states, actions = episode
     carried = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0], rewards=False)
     objects = model.network.object_pose

@@ -57,6 +57,9 @@ class ModelConfig:
         object_half_extent: half the side, in metres, of the square the camera sees, where that pose lives.
         object_reward: the object also holds a goal readout and a reward head per embodiment, and the learned
             env's reward and success for those embodiments come from them instead of the MoT's heads.
+        object_agent: the object also holds an agent head per embodiment (the agent state's change from the
+            state, the action and the carried pose), which a state-only learned env steps instead of the
+            forward prior's convolutions; False for checkpoints made before it.
     """
 
     d_model: int = 128
@@ -86,11 +89,19 @@ class ModelConfig:
     object_pose_domains: tuple[int, ...] = ()
     object_half_extent: float = 0.22
     object_reward: bool = False
+    object_agent: bool = False
 
     def __post_init__(self) -> None:
         if self.forward_block not in FORWARD_BLOCKS:
             raise ValueError(f"forward_block={self.forward_block!r}; expected one of {', '.join(FORWARD_BLOCKS)}")
-        for name in ("forward_prior", "forward_warp", "forward_bfloat16", "forward_state_action", "object_reward"):
+        for name in (
+            "forward_prior",
+            "forward_warp",
+            "forward_bfloat16",
+            "forward_state_action",
+            "object_reward",
+            "object_agent",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected true or false")
         positive = (
@@ -144,6 +155,8 @@ class ModelConfig:
             )
         if self.object_reward and not self.object_pose_domains:
             raise ValueError("object_reward=True needs object_pose_domains (the reward reads the object's pose)")
+        if self.object_agent and not self.object_pose_domains:
+            raise ValueError("object_agent=True needs object_pose_domains (the agent head reads the object's pose)")
         if self.object_pose_domains and not self.forward_prior:
             raise ValueError("object_pose_domains needs forward_prior=True (the prior draws the object)")
         for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight", "object_half_extent"):

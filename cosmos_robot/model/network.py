@@ -139,6 +139,7 @@ class WorldActionNetwork(nn.Module):
                 config.object_half_extent,
                 self._new_forward_prior(extra_inputs=POSE_MAPS),
                 reward=config.object_reward,
+                agent=config.object_agent,
             )
             if config.object_pose_domains
             else None

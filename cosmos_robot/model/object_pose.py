@@ -48,6 +48,9 @@ QUARTER_TURN = math.pi / 2
 # The push MLP's targets in centimetres and deci-radians: outputs of order one.
 PUSH_SCALE = (100.0, 100.0, 10.0)
 PUSH_FEATURES = 10  # five 2-vectors; the action follows
+# The agent head's inputs beside the state's (3 x state width) and the action: the effector, its motion
+# the step before, the block relative to it (table frame, block frame), the block's turn and place.
+AGENT_FEATURES = 12
 # The reward head's inputs, in decimetres: block - goal, effector - block, and their lengths.
 REWARD_FEATURES = 6
 REWARD_UNITS = 10.0
@@ -149,6 +152,9 @@ class ObjectPose(nn.Module):
         hidden: width of the MLPs.
         reward: also hold a goal readout and a reward head per embodiment (:meth:`rewards`): the learned
             env's reward and success from the carried pose, the goal and the effector.
+        agent: also hold an agent head per embodiment (:meth:`agent_change`): the agent state's change of a
+            step from the state, the action and the carried pose, so that a learned env that returns no
+            frames steps MLPs instead of the forward prior's convolutions.
     """
 
     def __init__(
@@ -161,6 +167,7 @@ class ObjectPose(nn.Module):
         drawer: ForwardPrior,
         hidden: int = 256,
         reward: bool = False,
+        agent: bool = False,
     ) -> None:
         super().__init__()
         if not domains:
@@ -186,6 +193,33 @@ class ObjectPose(nn.Module):
         self.reward = (
             nn.ModuleDict({str(d): three_layer_mlp(REWARD_FEATURES, 2, 64) for d in self.domains}) if reward else None
         )
+        self.agent = None
+        if agent:
+            self.add_agent(state_width, action_width, hidden)
+
+    def add_agent(self, state_width: int, action_width: int, hidden: int = 256) -> None:
+        """Give this object an untrained agent head per embodiment (:meth:`agent_change`) and its feature
+        normalisation (identity until :func:`cosmos_robot.agent_dynamics_training.fit_agent_dynamics` sets it)."""
+        inputs = 3 * state_width + action_width + AGENT_FEATURES
+        device = self.push_mean.device
+        self.agent = nn.ModuleDict({str(d): three_layer_mlp(inputs, state_width, hidden) for d in self.domains}).to(
+            device
+        )
+        self.register_buffer("agent_mean", torch.zeros(len(self.domains), inputs, device=device))
+        self.register_buffer("agent_std", torch.ones(len(self.domains), inputs, device=device))
+        # Per state channel, the spread of its change in a step: the head's outputs are of order one.
+        self.register_buffer("agent_scale", torch.ones(len(self.domains), state_width, device=device))
+
+    def drop_agent(self) -> None:
+        """Remove the agent heads and their normalisation (a checkpoint made before them has neither)."""
+        self.agent = None
+        for name in ("agent_mean", "agent_std", "agent_scale"):
+            self._buffers.pop(name, None)
+
+    @property
+    def has_agent(self) -> bool:
+        """Whether this object holds agent heads (:meth:`agent_change`)."""
+        return self.agent is not None
 
     @property
     def has_reward(self) -> bool:
@@ -202,6 +236,40 @@ class ObjectPose(nn.Module):
         # cosines of its joint angles.
         features = torch.cat([state, torch.sin(state * math.pi), torch.cos(state * math.pi)], -1)
         return self.effector[str(int(domain))](features)
+
+    def agent_features(
+        self, state: torch.Tensor, memory: torch.Tensor, effector: torch.Tensor, action: torch.Tensor
+    ) -> torch.Tensor:
+        """The agent head's inputs (B, 3 * state_width + action_width + 12): the normalised state and its
+        sines and cosines, the action, the effector (metres) and its motion the step before, the block relative
+        to the effector in the table's and the block's frame, the block's turn (4 yaw) and place."""
+        pose, effector_before = memory[:, 3:6], memory[:, 6:8]
+        yaw = fold(pose[:, 2])
+        to_block = pose[:, :2] - effector
+        return torch.cat(
+            [
+                state,
+                torch.sin(state * math.pi),
+                torch.cos(state * math.pi),
+                action,
+                effector,
+                effector - effector_before,
+                to_block,
+                block_frame(to_block, yaw),
+                torch.cos(4.0 * pose[:, 2:3]),
+                torch.sin(4.0 * pose[:, 2:3]),
+                pose[:, :2],
+            ],
+            -1,
+        )
+
+    def agent_change(self, features: torch.Tensor, domain: int) -> torch.Tensor:
+        """The normalised, padded agent state's change (B, state_width) of a step with ``features``
+        (:meth:`agent_features`)."""
+        if self.agent is None:
+            raise ValueError("this object has no agent head (ModelConfig.object_agent=False)")
+        k = self.domains.index(int(domain))
+        return self.agent[str(int(domain))]((features - self.agent_mean[k]) / self.agent_std[k]) * self.agent_scale[k]
 
     def push_features(
         self,
