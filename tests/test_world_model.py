@@ -168,7 +168,9 @@ def test_the_objects_reward_head_scores_the_carried_pose_and_the_mot_does_not_ru
     np.testing.assert_allclose(scored.success[:, -1], success.numpy(), atol=1e-3)
 
 
-def test_without_frames_the_block_is_carried_and_scored_without_running_the_drawer(model, episode, monkeypatch, prior_states):
+def test_without_frames_the_block_is_carried_and_scored_without_running_the_drawer(
+    model, episode, monkeypatch, prior_states
+):
     frames, states, actions = episode
     pictured = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0])
     objects = model.network.object_pose
@@ -226,7 +228,9 @@ def test_without_frames_the_agent_heads_step_the_state_and_the_block_and_no_conv
     assert prior.states.shape == (1, 4, 2) and not np.allclose(prior.states[:, 2:], lean.states, atol=1e-6)
 
 
-def test_the_carried_block_changes_the_frames_only_and_is_read_again_after_steps_not_drawn(model, episode, prior_states):
+def test_the_carried_block_changes_the_frames_only_and_is_read_again_after_steps_not_drawn(
+    model, episode, prior_states
+):
     frames, states, actions = episode
     carried = model.forward_dynamics(frames[:1], actions[:4], "point", states=states[0], rewards=False)
     objects = model.network.object_pose
