@@ -186,7 +186,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     fd.set_defaults(run=_run_eval_fd)
 
     fds = kinds.add_parser("fd-state", help="the state-only learned env's agent_pos vs MuJoCo, open loop")
-    _add_model_args(fds)
+    _add_model_args(fds, plot=False)
     fds.add_argument("--episodes", type=int, default=8, help="seeded episodes per action source")
     fds.add_argument("--horizon", type=int, default=16, help="open-loop steps")
     fds.add_argument(
@@ -271,7 +271,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     lab.set_defaults(run=_run_eval_label)
 
 
-def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True) -> None:
+def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True, plot: bool = True) -> None:
     p.add_argument(
         "--checkpoint", default="default", help="checkpoint folder or 'default' ('mujoco': MuJoCo itself, the ceiling)"
     )
@@ -284,7 +284,8 @@ def _add_model_args(p: argparse.ArgumentParser, embodiment: bool = True) -> None
         help="full (the forward prior's rollout; reward and success from the MoT), corrected (plus the MoT's "
         "sampled correction; an ablation) or prior (the prior alone, no reward; an ablation)",
     )
-    p.add_argument("--json", required=True, help="write the metrics here (a PNG plot is written beside it)")
+    beside = " (a PNG plot is written beside it)" if plot else ""
+    p.add_argument("--json", required=True, help=f"write the metrics here{beside}")
 
 
 def _write_json(path: str, metrics: dict) -> None:
@@ -337,9 +338,10 @@ def _run_eval_fd_state(args: argparse.Namespace) -> None:
     unit = "mm" if args.embodiment == "point" else "mrad"
     at = [h for h in (1, 4, 8, args.horizon) if h <= args.horizon]
     errors = ", ".join(f"h{h} {1000 * result.state_error[h - 1]:.2f}" for h in at)
+    ratio = "-" if result.shuffled_ratio_h8 is None else f"{result.shuffled_ratio_h8:.1f}x"
     print(
         f"fd-state {args.embodiment} ({result.stepped_by}): agent_pos error {unit} {errors}; shuffled actions "
-        f"{result.shuffled_ratio_h8:.1f}x the error at h8; {result.episodes_per_source} episodes per source"
+        f"{ratio} the error at h8; {result.episodes_per_source} episodes per source"
     )
 
 

@@ -115,7 +115,7 @@ def test_the_block_is_fitted_anew_and_the_rest_kept(smoke_checkpoint, smoke_data
     before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
     assert after.network.config.object_pose_domains == before.network.config.object_pose_domains
     old, new = before.network.state_dict(), after.network.state_dict()
-    assert any(not torch.equal(old[k], new[k]) for k in old if k.startswith("object_pose."))  # fitted anew...
+    assert any(not torch.equal(old[k], new[k]) for k in new if k.startswith("object_pose."))  # fitted anew...
     for name in old:
         if not name.startswith("object_pose."):  # ...and nothing else changed
             torch.testing.assert_close(new[name], old[name], rtol=0, atol=0)
@@ -146,3 +146,31 @@ def test_state_head_refit_gives_an_old_prior_the_action_term_and_keeps_the_rest(
     for name in kept:
         if not name.startswith(head):
             torch.testing.assert_close(new[name], kept[name], rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_agent_heads_are_given_to_a_checkpoint_made_before_them_and_the_rest_kept(
+    smoke_checkpoint, smoke_data, tmp_path
+):
+    old = load_checkpoint(smoke_checkpoint)
+    old.network.object_pose.drop_agent()
+    old.network.config = ModelConfig.from_dict(old.network.config.to_dict() | {"object_agent": False})
+    old.training = None
+    save_checkpoint(old, tmp_path / "old")
+    data_dir = Path(smoke_data[0]).parent
+    out = tmp_path / "agent"
+    args = ["--checkpoint", str(tmp_path / "old"), "--recipe", "smoke", "--data-dir", str(data_dir), "--out", str(out)]
+    args += ["--fast-decoder-steps", "0", "--agent-steps", "20", "--agent-rollout-steps", "2"]
+    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    assert {"point_agent_h1", "arm2_agent_h16", "point_agent_h16_rolled"} <= set(report["agent_heads"])
+    after = load_checkpoint(out)
+    assert after.network.config.object_agent and after.network.object_pose.has_agent
+    new, kept = after.network.state_dict(), old.network.state_dict()
+    for name in kept:
+        torch.testing.assert_close(new[name], kept[name], rtol=0, atol=0)
+    refused = subprocess.run(
+        [sys.executable, str(SCRIPT), *args[:-4], "--agent-rollout-steps", "2"], capture_output=True, text=True
+    )
+    assert refused.returncode != 0 and "--agent-rollout-steps=2 needs --agent-steps" in refused.stderr

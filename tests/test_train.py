@@ -243,6 +243,12 @@ def test_learning_rate_warms_up_then_decays():
         ({"forward_state_steps": -1}, "forward_state_steps=-1"),
         ({"forward_steps": 0, "forward_state_steps": 3}, "forward_state_steps=3 but forward_steps=0"),
         ({"forward_steps": 5, "object_reward_steps": 3}, "object_fit_steps=0.*object_reward_steps=3"),
+        ({"object_agent_steps": -1}, "object_agent_steps=-1"),
+        ({"forward_steps": 5, "object_agent_steps": 3}, "object_fit_steps=0.*object_agent_steps=3"),
+        (
+            {"forward_steps": 5, "object_fit_steps": 3, "object_agent_rollout_steps": 3},
+            "object_agent_rollout_steps=3 but object_agent_steps=0",
+        ),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):
@@ -268,6 +274,10 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     scored = measured["object_reward"]
     assert {"goal_readout_mm", "point_reward_mae", "arm2_success_recall", "seconds"} <= set(scored)
     assert ckpt.network.object_pose.has_reward and ckpt.network.config.object_reward
+    # ... and its agent heads, which a learned env without frames steps instead of the prior.
+    stepped = measured["object_agent"]
+    assert {"point_agent_h1", "arm2_agent_h16", "point_agent_h16_rolled", "seconds"} <= set(stepped)
+    assert ckpt.network.object_pose.has_agent and ckpt.network.config.object_agent
 
 
 def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):

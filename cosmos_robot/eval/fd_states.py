@@ -41,7 +41,8 @@ class FDStateResult(EvalResult):
         horizon: 1..H.
         state_error: mean agent_pos error per horizon (raw units: metres for point, radians for arm2).
         state_error_shuffled: the same with another episode's actions from the same starts.
-        shuffled_ratio_h8: ``state_error_shuffled / state_error`` at horizon 8 (1: the states ignore the actions).
+        shuffled_ratio_h8: ``state_error_shuffled / state_error`` at horizon 8 (1: the states ignore the actions;
+            None where the error is zero, as MuJoCo's own).
         state_error_copy_last: the error had agent_pos stayed at its start (how far MuJoCo moved it).
         stepped_by: ``"agent heads"`` or ``"forward prior"``: what stepped the states (another model: its class).
         per_source: ``state_error``, ``state_error_shuffled`` and ``state_error_copy_last`` per action source.
@@ -52,7 +53,7 @@ class FDStateResult(EvalResult):
     horizon: list[int]
     state_error: list[float]
     state_error_shuffled: list[float]
-    shuffled_ratio_h8: float
+    shuffled_ratio_h8: float | None
     state_error_copy_last: list[float]
     stepped_by: str
     per_source: dict[str, dict[str, list[float]]]
@@ -150,8 +151,7 @@ def evaluate_fd_states(
         horizon=list(range(1, horizon + 1)),
         state_error=mean["state_error"],
         state_error_shuffled=mean["state_error_shuffled"],
-        shuffled_ratio_h8=mean["state_error_shuffled"][SHUFFLED_AT - 1]
-        / max(mean["state_error"][SHUFFLED_AT - 1], 1e-12),
+        shuffled_ratio_h8=_ratio(mean["state_error_shuffled"][SHUFFLED_AT - 1], mean["state_error"][SHUFFLED_AT - 1]),
         state_error_copy_last=mean["state_error_copy_last"],
         stepped_by=stepped,
         per_source=per_source,
@@ -159,6 +159,12 @@ def evaluate_fd_states(
         sources=SOURCES,
         seeds=[seeds[0], seeds[-1]],
     )
+
+
+def _ratio(shuffled: float, true: float) -> float | None:
+    """How many times the true actions' error the shuffled actions' is (None where the true error is zero: below
+    a nanometre or nanoradian, float32's rounding of MuJoCo's own states)."""
+    return shuffled / true if true > 1e-9 else None
 
 
 def _has_agent_heads(model: WorldActionModel, embodiment: str) -> bool:
