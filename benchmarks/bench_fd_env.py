@@ -5,7 +5,9 @@ default, or ``--checkpoint``) steps ``batch`` episodes with one model call per s
 and 64, in the configurations RL uses: the reach task's reward and success given as functions of the
 imagined state, called once per step on the batch (``batched_fns``, as ``eval imagination-rl``), with
 pixel observations (frames decoded every step) and with state-only observations (no frame decoded: the
-forward prior alone). Where the checkpoint has a fast decoder, pixels are also timed with it
+block's agent heads step the state where the model has them, else the forward prior alone; the largest
+batch is also timed with the prior, ``model.agent_heads = False``, the ablation). Where the checkpoint
+has a fast decoder, pixels are also timed with it
 (``model.fast_decoding``: off by default, it loses arm2's fingertip). Batch 64 is also timed with the
 learned reward and success, with pixel and with state-only observations: from the block's reward head
 where the model has one (the block's drawer runs, no MoT), else from the MoT (every step, with a decode).
@@ -108,10 +110,12 @@ def imagined_steps_per_s(
     fast_decoding: bool = False,
     seed: int = 0,
     dtype: str = "float32",
+    agent_heads: bool = True,
 ) -> float:
     """Imagined environment steps per second of the vector env at ``batch`` (at least 3 timed calls)."""
     envs = vector_env(model, batch, observation, task_reward, sampling_steps)
     model.fast_decoding = fast_decoding
+    model.agent_heads = agent_heads
     rng = np.random.default_rng(seed)
     with precision(model, dtype):
         envs.reset(seed=seed)
@@ -123,7 +127,7 @@ def imagined_steps_per_s(
             calls += 1
         rate = batch * calls / (time.perf_counter() - started)
     envs.close()
-    model.fast_decoding = False
+    model.fast_decoding, model.agent_heads = False, True
     return rate
 
 
@@ -212,6 +216,7 @@ def main() -> None:
     print(f"learned env on {args.device}, {args.dtype}:")
     configurations = [
         ("state", "state-only, task reward", "fd_env_state", True, batches),
+        ("state", "state-only, forward prior", "fd_env_state_prior", True, batches[-1:]),
         ("pixels", "pixels, task reward", "fd_env", True, batches),
         ("pixels", "pixels, learned reward", "fd_env_learned_reward", False, batches[-1:]),
         ("state", "state-only, learned reward", "fd_env_state_learned_reward", False, batches[-1:]),
@@ -221,6 +226,7 @@ def main() -> None:
         configurations.insert(2, ("pixels", "pixels, fast decoder", "fd_env_fast_decoder", True, fast_batches))
     for observation, label, key, task_reward, config_batches in configurations:
         fast = key == "fd_env_fast_decoder"
+        heads = key != "fd_env_state_prior"
         for batch in config_batches:
             if f"{key}_steps_per_s_b{batch}" in results:  # timed in the paired rounds
                 rate, ratio = results[f"{key}_steps_per_s_b{batch}"], results[f"{key}_vs_mujoco_b{batch}"]
@@ -231,7 +237,7 @@ def main() -> None:
                 )
                 continue
             rate = imagined_steps_per_s(
-                model, batch, observation, task_reward, args.sampling_steps, seconds, fast, args.seed, args.dtype
+                model, batch, observation, task_reward, args.sampling_steps, seconds, fast, args.seed, args.dtype, heads
             )
             results[f"{key}_steps_per_s_b{batch}"] = rate
             results[f"{key}_vs_mujoco_b{batch}"] = rate / mujoco
