@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "forward_prior_training",
         "rollout_decoder_training",
         "object_pose_training",
+        "agent_dynamics_training",
         "object_reward_training",
         "train",
         "rollout",

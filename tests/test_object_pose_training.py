@@ -54,7 +54,18 @@ def test_attached_parts_leave_the_prior_as_it_was_until_trained(prepared):
         attach_object_pose(network, (0,))
 
 
-def test_the_fit_learns_the_effector_and_the_readout_and_teaches_the_prior_the_maps(prepared):
+@pytest.fixture(scope="module")
+def fitted(prepared):
+    """(a copy of the trained network with its object fitted 100 steps, the report)."""
+    data, trained = prepared
+    network = WorldActionNetwork(trained.config)
+    network.load_state_dict(trained.state_dict())
+    attach_object_pose(network, tuple(data.data[n].embodiment.domain_id for n in object_embodiments(data)))
+    report = fit_object_pose(network, data, fit_steps=100, prior_steps=3, rollout=3, seed=0, progress=False)
+    return network, report
+
+
+def test_the_fit_learns_the_effector_and_the_readout_and_teaches_the_prior_the_maps(prepared, fitted):
     data, trained = prepared
     network = WorldActionNetwork(trained.config)
     network.load_state_dict(trained.state_dict())
@@ -63,10 +74,7 @@ def test_the_fit_learns_the_effector_and_the_readout_and_teaches_the_prior_the_m
     stem = network.object_pose.drawer.stem.weight[:, -POSE_MAPS:].clone()
     prior_before = {k: v.clone() for k, v in trained.forward_prior.state_dict().items()}
     untrained = fit_object_pose(network, data, fit_steps=1, prior_steps=0, rollout=3, seed=0, progress=False)
-    network2 = WorldActionNetwork(trained.config)
-    network2.load_state_dict(trained.state_dict())
-    attach_object_pose(network2, domains)
-    report = fit_object_pose(network2, data, fit_steps=100, prior_steps=3, rollout=3, seed=0, progress=False)
+    network2, report = fitted
     for name in ("point", "arm2"):
         assert report[f"{name}_effector_mm"] < 0.25 * untrained[f"{name}_effector_mm"]
         assert report[f"{name}_effector_mm"] < 15.0
@@ -88,13 +96,12 @@ def test_bad_arguments_are_refused_by_name(prepared):
         fit_object_pose(network, data, 1, 0, rollout=3, seed=0, push_rollout_steps=-1, progress=False)
 
 
-def test_rollout_training_takes_the_carried_pushes_drift_down(prepared):
-    data, trained = prepared
-    network = WorldActionNetwork(trained.config)
-    network.load_state_dict(trained.state_dict())
+def test_rollout_training_takes_the_carried_pushes_drift_down(prepared, fitted):
+    data = prepared[0]
+    network = WorldActionNetwork(fitted[0].config)
+    network.load_state_dict(fitted[0].state_dict())  # a copy: the other tests read the fitted object as it is
+    network.requires_grad_(False)  # as the fit left it
     domain = data.data["point"].embodiment.domain_id
-    attach_object_pose(network, (domain,))
-    fit_object_pose(network, data, fit_steps=100, prior_steps=0, rollout=3, seed=0, progress=False)
     objects, record = network.object_pose, push_record(data, "point", "train")
     rows, _ = record.windows(PUSH_ROLLOUT)
 

@@ -98,7 +98,8 @@ def test_imagined_episodes_stay_in_latent_space(smoke_checkpoint):
 
 
 def test_state_observations_decode_no_frame_and_follow_the_same_rollout(model, monkeypatch):
-    # With the reward and success given, both modes are the forward prior's rollout; only pixels decode.
+    # With the reward and success given and the agent heads off, both modes are the forward prior's rollout;
+    # only pixels decode. With the heads on (the default) the state-only env steps them: other states, no decode.
     settings = {"reward_fn": x_reward, "success_fn": lambda obs: False, "max_episode_steps": 6}
     state_env = ForwardDynamicsVectorEnv(2, model, "point", observation="state", **settings)
     pixel_env = ForwardDynamicsVectorEnv(2, model, "point", **settings)
@@ -111,6 +112,7 @@ def test_state_observations_decode_no_frame_and_follow_the_same_rollout(model, m
     decodes = []
     original = model._decode
     monkeypatch.setattr(model, "_decode", lambda tokens: decodes.append(1) or original(tokens))
+    monkeypatch.setattr(model, "agent_heads", False)
     obs, _ = state_env.reset(seed=3)
     assert set(obs) == {"agent_pos"}
     for a, expected in zip(actions, pixel_states, strict=True):
@@ -118,6 +120,10 @@ def test_state_observations_decode_no_frame_and_follow_the_same_rollout(model, m
         assert set(obs) == {"agent_pos"}
         np.testing.assert_allclose(obs["agent_pos"], expected, atol=1e-6)
         np.testing.assert_allclose(rewards, obs["agent_pos"][:, 0], atol=1e-6)
+    monkeypatch.setattr(model, "agent_heads", True)
+    state_env.reset(seed=3)
+    headed = [state_env.step(a)[0]["agent_pos"] for a in actions]
+    assert not np.allclose(headed, pixel_states, atol=1e-6) and np.isfinite(headed).all()
     assert not decodes
     state_env.close()
     pixel_env.close()
