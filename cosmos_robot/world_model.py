@@ -538,7 +538,8 @@ class WorldActionModel:
         head where it has one and frames are drawn, else None) from ``context_tokens`` (B, Tc, width, Cf).
 
         With an object (:mod:`cosmos_robot.model.object_pose`) each step runs the prior for the agent state
-        (whose next value the object's push needs) and, where frames are ``draw``n, the object's drawer
+        (whose next value the object's push needs; drawing, the object's agent heads instead where it has them
+        and :attr:`agent_heads` is on) and, where frames are ``draw``n, the object's drawer
         told the object's pose now and after its push, for the drawn grid. Not drawing, the drawn grid
         follows the prior's and the object is read again at the next draw. Drawing without ``paint``, the
         object is carried and scored but the drawer is not run: the drawn grid follows the prior's (for
@@ -565,10 +566,18 @@ class WorldActionModel:
             memory = torch.where(known[:, None], memory, objects.start(drawn, state, domain))
         effector = objects.effector_of(state, domain) if draw else None
         scored = draw and objects.has_reward
+        # Drawing and painting, the frames are the drawer's and the prior's grid is read by nothing but the prior
+        # itself: with agent heads the state comes from them and the prior does not run (it would continue from
+        # the drawn grid).
+        heads = draw and paint and objects.has_agent and self.agent_heads and self.forward_path == "full"
         grids, drawn_grids, states, memories, rewards, success = [], [], [], [], [], []
         for k in range(horizon):
-            grid_change, state_change = prior(grid, state, actions_in[:, k], domain)
-            state_after = (state + state_change) * channels
+            if heads:
+                features = objects.agent_features(state, memory, effector, actions_in[:, k])
+                state_after = (state + objects.agent_change(features, domain)) * channels
+            else:
+                grid_change, state_change = prior(grid, state, actions_in[:, k], domain)
+                state_after = (state + state_change) * channels
             if draw:
                 effector_after = objects.effector_of(state_after, domain)
                 memory = objects.step(memory, effector, effector_after, actions_in[:, k], domain)
@@ -580,7 +589,8 @@ class WorldActionModel:
                 if paint:
                     maps = step_maps(memory[:, :3], memory[:, 3:6], drawn.shape[-1], objects.half_extent)
                     drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]
-            grid, state = grid + grid_change, state_after
+            grid = drawn if heads else grid + grid_change
+            state = state_after
             if not (draw and paint):
                 drawn = grid
             grids.append(grid)

@@ -95,7 +95,7 @@ def test_latents_continue_a_rollout_in_latent_space(model, episode):
     assert full.latents.shape == first.latents.shape and np.isfinite(full.latents).all()
 
 
-def test_the_full_path_keeps_the_priors_rollout_and_adds_reward_and_success(model, episode):
+def test_the_full_path_keeps_the_priors_rollout_and_adds_reward_and_success(model, episode, prior_states):
     frames, states, actions = episode
     predictions = {}
     try:
@@ -226,6 +226,14 @@ def test_without_frames_the_agent_heads_step_the_state_and_the_block_and_no_conv
     np.testing.assert_allclose(lean.states[:, 0], model.processor.states_out("point", stepped.numpy()), atol=1e-5)
     # The prior's states are another rollout of the same actions (what agent_heads=False runs).
     assert prior.states.shape == (1, 4, 2) and not np.allclose(prior.states[:, 2:], lean.states, atol=1e-6)
+    # Drawing frames, the heads step the state too (the drawer draws, the prior does not run): the same states,
+    # reward and block as without frames.
+    monkeypatch.undo()
+    pictured = model.forward_dynamics(frames[:1], actions[:2], "point", states=states[0])
+    assert pictured.frames.shape == (1, 2, 64, 64, 3)
+    np.testing.assert_allclose(pictured.states, first.states, atol=1e-6)
+    np.testing.assert_allclose(pictured.rewards, first.rewards, atol=1e-6)
+    np.testing.assert_allclose(pictured.latents[:, :, 2 * gg], first.latents[:, :, 2 * gg], atol=1e-6)
 
 
 def test_the_carried_block_changes_the_frames_only_and_is_read_again_after_steps_not_drawn(

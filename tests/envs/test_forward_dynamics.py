@@ -98,8 +98,8 @@ def test_imagined_episodes_stay_in_latent_space(smoke_checkpoint):
 
 
 def test_state_observations_decode_no_frame_and_follow_the_same_rollout(model, monkeypatch):
-    # With the reward and success given and the agent heads off, both modes are the forward prior's rollout;
-    # only pixels decode. With the heads on (the default) the state-only env steps them: other states, no decode.
+    # With the reward and success given, both modes step the same states (the agent heads, or with them off
+    # the forward prior); only pixels decode.
     settings = {"reward_fn": x_reward, "success_fn": lambda obs: False, "max_episode_steps": 6}
     state_env = ForwardDynamicsVectorEnv(2, model, "point", observation="state", **settings)
     pixel_env = ForwardDynamicsVectorEnv(2, model, "point", **settings)
@@ -107,24 +107,27 @@ def test_state_observations_decode_no_frame_and_follow_the_same_rollout(model, m
         {"agent_pos": pixel_env.single_observation_space["agent_pos"]}
     )
     actions = np.random.default_rng(0).uniform(-0.3, 0.3, (4, 2, 2)).astype(np.float32)
-    pixel_env.reset(seed=3)
-    pixel_states = [pixel_env.step(a)[0]["agent_pos"] for a in actions]
-    decodes = []
     original = model._decode
-    monkeypatch.setattr(model, "_decode", lambda tokens: decodes.append(1) or original(tokens))
-    monkeypatch.setattr(model, "agent_heads", False)
-    obs, _ = state_env.reset(seed=3)
-    assert set(obs) == {"agent_pos"}
-    for a, expected in zip(actions, pixel_states, strict=True):
-        obs, rewards, *_ = state_env.step(a)
+    rollouts = {}
+    for heads in (False, True):
+        monkeypatch.setattr(model, "agent_heads", heads)
+        pixel_env.reset(seed=3)
+        pixel_states = [pixel_env.step(a)[0]["agent_pos"] for a in actions]
+        decodes = []
+        monkeypatch.setattr(
+            model, "_decode", lambda tokens, fast=False, calls=decodes: calls.append(1) or original(tokens, fast)
+        )
+        obs, _ = state_env.reset(seed=3)
         assert set(obs) == {"agent_pos"}
-        np.testing.assert_allclose(obs["agent_pos"], expected, atol=1e-6)
-        np.testing.assert_allclose(rewards, obs["agent_pos"][:, 0], atol=1e-6)
-    monkeypatch.setattr(model, "agent_heads", True)
-    state_env.reset(seed=3)
-    headed = [state_env.step(a)[0]["agent_pos"] for a in actions]
-    assert not np.allclose(headed, pixel_states, atol=1e-6) and np.isfinite(headed).all()
-    assert not decodes
+        for a, expected in zip(actions, pixel_states, strict=True):
+            obs, rewards, *_ = state_env.step(a)
+            assert set(obs) == {"agent_pos"}
+            np.testing.assert_allclose(obs["agent_pos"], expected, atol=1e-6)
+            np.testing.assert_allclose(rewards, obs["agent_pos"][:, 0], atol=1e-6)
+        assert not decodes
+        monkeypatch.setattr(model, "_decode", original)
+        rollouts[heads] = np.array(pixel_states)
+    assert not np.allclose(rollouts[True], rollouts[False], atol=1e-6)  # two models of the same motion
     state_env.close()
     pixel_env.close()
 
