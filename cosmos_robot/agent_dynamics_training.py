@@ -100,10 +100,10 @@ def agent_rollout_error(
     objects: ObjectPose, record: AgentRecord, name: str, data: TrainingSet, steps: int, domain: int
 ) -> list[float]:
     """Mean agent-state error (raw units: metres or radians) per horizon 1..``steps`` of :func:`roll_agent`
-    over every window of ``steps`` steps of ``record``."""
+    over every window of ``steps`` steps of ``record`` (NaN where no episode is that long: a tiny held-out split)."""
     rows, _ = record.pushes.windows(steps)
     if not len(rows):
-        return []
+        return [float("nan")] * steps
     with torch.no_grad():
         rolled = torch.cat(
             [roll_agent(objects, record, rows[i : i + 1024], steps, domain) for i in range(0, len(rows), 1024)]
