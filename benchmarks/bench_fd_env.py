@@ -5,8 +5,9 @@ default, or ``--checkpoint``) steps ``batch`` episodes with one model call per s
 and 64, in the configurations RL uses: the reach task's reward and success given as functions of the
 imagined state, called once per step on the batch (``batched_fns``, as ``eval imagination-rl``), with
 pixel observations (frames decoded every step) and with state-only observations (no frame decoded: the
-block's agent heads step the state where the model has them, else the forward prior alone; the largest
-batch is also timed with the prior, ``model.agent_heads = False``, the ablation). Where the checkpoint
+block's agent heads step the state where the model has them, else the forward prior alone; with pixels the
+heads and the block's drawer, else the prior and the drawer; the largest batch is also timed with the
+prior, ``model.agent_heads = False``, the ablation). Where the checkpoint
 has a fast decoder, pixels are also timed with it
 (``model.fast_decoding``: off by default, it loses arm2's fingertip). Batch 64 is also timed with the
 learned reward and success, with pixel and with state-only observations: from the block's reward head
@@ -217,6 +218,7 @@ def main() -> None:
     configurations = [
         ("state", "state-only, task reward", "fd_env_state", True, batches),
         ("state", "state-only, forward prior", "fd_env_state_prior", True, batches[-1:]),
+        ("pixels", "pixels, forward prior", "fd_env_prior", True, batches[-1:]),
         ("pixels", "pixels, task reward", "fd_env", True, batches),
         ("pixels", "pixels, learned reward", "fd_env_learned_reward", False, batches[-1:]),
         ("state", "state-only, learned reward", "fd_env_state_learned_reward", False, batches[-1:]),
@@ -226,7 +228,7 @@ def main() -> None:
         configurations.insert(2, ("pixels", "pixels, fast decoder", "fd_env_fast_decoder", True, fast_batches))
     for observation, label, key, task_reward, config_batches in configurations:
         fast = key == "fd_env_fast_decoder"
-        heads = key != "fd_env_state_prior"
+        heads = not key.endswith("_prior")
         for batch in config_batches:
             if f"{key}_steps_per_s_b{batch}" in results:  # timed in the paired rounds
                 rate, ratio = results[f"{key}_steps_per_s_b{batch}"], results[f"{key}_vs_mujoco_b{batch}"]
