@@ -28,7 +28,7 @@ from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.keys import OBS_STATE
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.object_pose import ObjectPose
-from cosmos_robot.object_pose_training import PushRecord, _fit, object_embodiments, push_record
+from cosmos_robot.object_pose_training import PushRecord, _fit, carried_embodiments, push_record
 
 # Examples per step of the one-step fit, and rollouts per step of the rollout fit.
 ONE_STEP_BATCH = 512
@@ -140,11 +140,7 @@ def fit_agent_dynamics(
         raise ValueError(
             "the network's object has no agent heads (ModelConfig.object_agent=False); see attach_agent_dynamics"
         )
-    names = [n for n in object_embodiments(data) if objects.carries(data.data[n].embodiment.domain_id)]
-    if not names:
-        raise ValueError(
-            f"no dataset of {sorted(data.data)} records the pose of the object of domains {objects.domains}"
-        )
+    names = carried_embodiments(objects, data)
     report: dict[str, float] = {}
     for name in names:
         domain = data.data[name].embodiment.domain_id

@@ -56,6 +56,16 @@ def object_embodiments(data: TrainingSet) -> list[str]:
     )
 
 
+def carried_embodiments(objects: ObjectPose, data: TrainingSet) -> list[str]:
+    """The embodiments of ``data`` whose block ``objects`` carries; refused when there is none."""
+    names = [n for n in object_embodiments(data) if objects.carries(data.data[n].embodiment.domain_id)]
+    if not names:
+        raise ValueError(
+            f"no dataset of {sorted(data.data)} records the pose of the object of domains {objects.domains}"
+        )
+    return names
+
+
 def attach_object_pose(network: WorldActionNetwork, domains: tuple[int, ...], half_extent: float = TABLE_HALF) -> None:
     """Give ``network`` an untrained :class:`ObjectPose` for ``domains`` whose drawer is a copy of its prior
     given the maps' inputs (zero-weighted: it draws what the prior draws), and record it in its config."""
@@ -271,11 +281,7 @@ def fit_object_pose(
         raise ValueError(
             "the network carries no object (ModelConfig.object_pose_domains is empty); see attach_object_pose"
         )
-    names = [n for n in object_embodiments(data) if objects.carries(data.data[n].embodiment.domain_id)]
-    if not names:
-        raise ValueError(
-            f"no dataset of {sorted(data.data)} records the pose of the object of domains {objects.domains}"
-        )
+    names = carried_embodiments(objects, data)
     config = network.config
     domains = tuple(data.data[n].embodiment.domain_id for n in names)
     report: dict[str, float] = {}

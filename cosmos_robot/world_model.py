@@ -18,7 +18,7 @@ from cosmos_robot.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from cosmos_robot.forking import note_use
 from cosmos_robot.interface import ActionChunk, Prediction, WorldModel
 from cosmos_robot.model.batches import GeneratorInputs, ReasonerInputs
-from cosmos_robot.model.object_pose import MEMORY_WIDTH, step_maps
+from cosmos_robot.model.object_pose import MEMORY_WIDTH, ObjectPose, step_maps
 from cosmos_robot.model.plan import Mode, make_plan
 from cosmos_robot.model.sampler import sample_plan
 from cosmos_robot.model.stems import grid_tokens, latent_grids
@@ -47,6 +47,27 @@ POLICY_GUIDANCE = 1.25
 def default_checkpoint_path() -> Path:
     """Folder of the default model shipped inside the package."""
     return Path(str(resources.files("cosmos_robot") / "assets" / "default"))
+
+
+def _push(
+    objects: ObjectPose,
+    memory: torch.Tensor,
+    effector: torch.Tensor,
+    effector_after: torch.Tensor,
+    action: torch.Tensor,
+    domain: int,
+    scored: bool,
+    rewards: list[torch.Tensor],
+    success: list[torch.Tensor],
+) -> torch.Tensor:
+    """The object's memory after a step that moves the effector from ``effector`` to ``effector_after``; where
+    ``scored``, the step's reward and success probability from the object's reward head are appended."""
+    memory = objects.step(memory, effector, effector_after, action, domain)
+    if scored:
+        reward, probability = objects.rewards(memory, effector_after, domain)
+        rewards.append(reward)
+        success.append(probability)
+    return memory
 
 
 class WorldActionModel:
@@ -507,12 +528,10 @@ class WorldActionModel:
             features = objects.agent_features(state, memory, effector, actions_in[:, k])
             state = (state + objects.agent_change(features, domain)) * channels
             effector_after = objects.effector_of(state, domain)
-            memory = objects.step(memory, effector, effector_after, actions_in[:, k], domain)
+            memory = _push(
+                objects, memory, effector, effector_after, actions_in[:, k], domain, scored, rewards, success
+            )
             effector = effector_after
-            if scored:
-                reward, probability = objects.rewards(memory, effector, domain)
-                rewards.append(reward)
-                success.append(probability)
             states.append(state)
             memories.append(memory)
         carried = last[:, None].repeat(1, horizon, 1, 1)
@@ -580,12 +599,9 @@ class WorldActionModel:
                 state_after = (state + state_change) * channels
             if draw:
                 effector_after = objects.effector_of(state_after, domain)
-                memory = objects.step(memory, effector, effector_after, actions_in[:, k], domain)
+                action = actions_in[:, k]
+                memory = _push(objects, memory, effector, effector_after, action, domain, scored, rewards, success)
                 effector = effector_after
-                if scored:
-                    reward, probability = objects.rewards(memory, effector_after, domain)
-                    rewards.append(reward)
-                    success.append(probability)
                 if paint:
                     maps = step_maps(memory[:, :3], memory[:, 3:6], drawn.shape[-1], objects.half_extent)
                     drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]

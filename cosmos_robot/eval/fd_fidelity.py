@@ -225,6 +225,17 @@ def _never(obs: dict[str, np.ndarray]) -> bool:
     return False
 
 
+def check_open_loop_settings(embodiment: str, episodes: int, horizon: int) -> None:
+    """Refuse settings an open-loop harness cannot read: an embodiment without a MuJoCo env, a horizon short of
+    the one action following is read at, fewer than two episodes to shuffle actions between."""
+    if embodiment not in PUSH_BLOCK_IDS:
+        raise ValueError(f"embodiment={embodiment!r}; expected one of {sorted(PUSH_BLOCK_IDS)}")
+    if horizon < SHUFFLED_AT:
+        raise ValueError(f"horizon={horizon}; expected at least {SHUFFLED_AT} (action following is read there)")
+    if episodes < 2:
+        raise ValueError(f"episodes={episodes}; expected at least 2 (shuffling swaps actions between episodes)")
+
+
 def evaluate_fd(
     model: WorldModel,
     embodiment: str = "point",
@@ -235,12 +246,7 @@ def evaluate_fd(
     progress: bool = True,
 ) -> FDResult:
     """Fidelity of the learned env against MuJoCo (see the module docstring)."""
-    if embodiment not in PUSH_BLOCK_IDS:
-        raise ValueError(f"embodiment={embodiment!r}; expected one of {sorted(PUSH_BLOCK_IDS)}")
-    if horizon < SHUFFLED_AT:
-        raise ValueError(f"horizon={horizon}; expected at least {SHUFFLED_AT} (action following is read there)")
-    if episodes < 2:
-        raise ValueError(f"episodes={episodes}; expected at least 2 (shuffling swaps actions between episodes)")
+    check_open_loop_settings(embodiment, episodes, horizon)
     env_id = PUSH_BLOCK_IDS[embodiment]
     seeds = [seed + i for i in range(episodes)]
     per_source: dict[str, Any] = {}

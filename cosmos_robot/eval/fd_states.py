@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.forward_dynamics import ForwardDynamicsVectorEnv
 from cosmos_robot.envs.start_sources import FixedStarts, Start
-from cosmos_robot.eval.fd_fidelity import SHUFFLED_AT, SOURCES, record_mujoco
+from cosmos_robot.eval.fd_fidelity import SHUFFLED_AT, SOURCES, check_open_loop_settings, record_mujoco
 from cosmos_robot.eval.result import EvalResult
 from cosmos_robot.interface import WorldModel
 from cosmos_robot.keys import AGENT_POS
@@ -96,12 +96,7 @@ def evaluate_fd_states(
     progress: bool = True,
 ) -> FDStateResult:
     """agent_pos fidelity of the state-only learned env against MuJoCo (see the module docstring)."""
-    if embodiment not in PUSH_BLOCK_IDS:
-        raise ValueError(f"embodiment={embodiment!r}; expected one of {sorted(PUSH_BLOCK_IDS)}")
-    if horizon < SHUFFLED_AT:
-        raise ValueError(f"horizon={horizon}; expected at least {SHUFFLED_AT} (action following is read there)")
-    if episodes < 2:
-        raise ValueError(f"episodes={episodes}; expected at least 2 (shuffling swaps actions between episodes)")
+    check_open_loop_settings(embodiment, episodes, horizon)
     seeds = [seed + i for i in range(episodes)]
     per_source: dict[str, dict[str, Any]] = {}
     native = isinstance(model, WorldActionModel)
