@@ -16,7 +16,8 @@
 - the forward prior's state head refitted with a term linear in the action (``--forward-state-steps``;
   ``forward_prior_training.fit_state_head``), as ``train`` does with ``forward_state_steps``;
 - the block's agent heads (``--agent-steps``, ``--agent-rollout-steps``; ``agent_dynamics_training``), as
-  ``train`` does with ``object_agent_steps``: the agent state stepped by MLPs where no frame is read;
+  ``train`` does with ``object_agent_steps``: the agent state stepped by MLPs, not by the forward prior (a
+  block fitted anew with ``--object-fit-steps`` comes without them: pass ``--agent-steps`` too);
 - the decoder fitted to the (final) prior's rollouts (``--rollout-decoder-steps``;
   ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``.
 
