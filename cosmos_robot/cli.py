@@ -504,6 +504,18 @@ def _run_eval_policy(args: argparse.Namespace) -> None:
     result.policy = args.policy
     _write_json(args.json, result.to_json())
     where = f"; recording: rerun {result.rerun}" if recorder is not None else ""
+    predicted = result.predicted_frames
+    if predicted is not None:
+
+        def first_last(values: list[float | None], digits: int) -> str:
+            return "/".join("-" if v is None else f"{v:.{digits}f}" for v in (values[0], values[-1]))
+
+        where += (
+            f"; predicted frames vs MuJoCo's, h1/h{len(predicted['effector_found'])} ({predicted['chunks']} "
+            f"chunks): effector found {first_last(predicted['effector_found'], 2)}, error "
+            f"{first_last(predicted['effector_error_mm'], 1)} mm, block error "
+            f"{first_last(predicted['block_error_mm'], 1)} mm"
+        )
     print(
         f"{args.policy} in {args.env}: success_rate {result.success_rate:.2f} "
         f"(95 % CI {result.success_ci95[0]:.2f}-{result.success_ci95[1]:.2f}), mean return "

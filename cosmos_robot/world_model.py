@@ -726,7 +726,8 @@ class WorldActionModel:
             action_estimate: ``"mean"`` (the default): the actions are the model's clean-value estimate from the
                 observation with the chunk still pure noise (one generator pass: the posterior mean,
                 what minimises the action error of a demonstrator that acts deterministically), and the
-                frames are then generated for those actions over ``steps``; ``"sample"``: actions and
+                frames are then those :meth:`forward_dynamics` predicts for them, as the learned env would (the
+                MoT generates them, over ``steps``, in a model without a forward prior); ``"sample"``: actions and
                 frames are sampled jointly over ``steps`` (Cosmos 3's policy mode; a draw from the
                 learned action distribution, for multimodal demonstrations). Measured on the default
                 model's held-out expert chunks: action MSE 0.19x / 0.25x the mean-action baseline
@@ -800,6 +801,22 @@ class WorldActionModel:
             ).tokens
             chosen = gen.actions[:, :, : entry.embodiment.action_dim].float().cpu().numpy()
         actions = chosen[:, self.context_frames - 1 :]
+        raw_actions = self.processor.actions_out(embodiment, actions)
+        if action_estimate != "sample" and self.network.forward_prior is not None:
+            # The frames those actions produce are the learned env's: the forward path that follows actions
+            # (the MoT's own frames for a given chunk are the ablation "MoT without the prior", which loses
+            # the moving object; docs/results.md).
+            future = self.forward_dynamics(
+                observed,
+                raw_actions,
+                embodiment,
+                states=state,
+                steps=steps,
+                seed=seed,
+                pixel_residual=pixel_residual,
+                rewards=False,
+            ).frames
+            return ActionChunk(raw_actions, future)
         if action_estimate != "sample":
             # "mean": one Euler step from t = 1 lands on the x0 estimate. For it and for the prior's
             # chunk, now draw the frames those actions produce.
@@ -820,7 +837,7 @@ class WorldActionModel:
             if pixel_residual
             else self._decode(future_tokens)
         )
-        return ActionChunk(self.processor.actions_out(embodiment, actions), future)
+        return ActionChunk(raw_actions, future)
 
 
 def load_world_model(model: WorldModel | str | os.PathLike) -> WorldModel:

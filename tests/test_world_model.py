@@ -319,6 +319,15 @@ def test_policy_returns_a_chunk_and_its_frames(model, episode):
     assert batched.actions.shape[0] == 3
 
 
+def test_policy_frames_are_the_learned_envs_frames_for_its_actions(model, episode):
+    frames, states, _ = episode
+    chunk = model.policy(frames[:2], "point", state=states[:2], steps=2, seed=3)
+    imagined = model.forward_dynamics(frames[:2, None], chunk.actions, "point", states=states[:2], steps=2, seed=3)
+    np.testing.assert_array_equal(chunk.frames, imagined.frames)
+    other = model.forward_dynamics(frames[:2, None], -chunk.actions, "point", states=states[:2], steps=2, seed=3)
+    assert not np.array_equal(chunk.frames, other.frames)  # the frames follow the chunk's actions
+
+
 def test_policy_action_estimate_mean_is_the_one_pass_estimate(model, episode):
     frames, states, _ = episode
     mean = model.policy(frames[:2], "point", state=states[:2], steps=3, seed=4)

@@ -5,7 +5,8 @@ start, ``act(obs, info) -> action`` each step. :class:`WorldModelPolicy`, the sc
 (``info``-driven and pixel-driven) and LeRobot policies (through
 :class:`cosmos_robot.policies.lerobot_adapter.LeRobotPolicyAdapter`) all do, so they are compared on
 the same starts. With a :class:`PolicyRecorder` the episodes are written to a rerun file, including
-the frames the world-model policy predicted.
+the frames the world-model policy predicted. On PushBlock the result also says how far those predicted
+frames are from what MuJoCo then showed (:func:`predicted_frame_pairs`, read by the colour detector).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from tqdm.auto import tqdm
 from cosmos_robot.envs import PUSH_BLOCK_IDS, embodiment_of, push_block_embodiment
 from cosmos_robot.envs.action_repeat import ActionRepeat
 from cosmos_robot.envs.gym_adapter import make_env, resolve_env_id
+from cosmos_robot.eval.objects import object_metrics
 from cosmos_robot.eval.recording import PolicyRecorder
 from cosmos_robot.eval.result import EvalResult
+from cosmos_robot.keys import PIXELS
 from cosmos_robot.metrics import wilson_interval
 from cosmos_robot.policies.protocol import Policy
 from cosmos_robot.rollout import Episode, run_episode
@@ -111,6 +114,10 @@ class ClosedLoopResult(EvalResult):
         success_ci95: the success rate's 95 % Wilson interval.
         seconds_per_step: time the policy took to choose an action, per step.
         per_episode: seed, return, length and success of each episode.
+        predicted_frames: on PushBlock, for a policy that predicts frames: per horizon of its chunks, the
+            effector's and the block's ``found`` share and ``error_mm`` in the predicted frames against
+            MuJoCo's (:func:`cosmos_robot.eval.objects.object_metrics`), with ``chunks``, how many were
+            compared; None otherwise.
         policy: the policy's kind, where the caller names it.
         rerun: the recording's path, where one was made.
     """
@@ -123,8 +130,28 @@ class ClosedLoopResult(EvalResult):
     mean_length: float
     seconds_per_step: float
     per_episode: list[dict[str, Any]]
+    predicted_frames: dict[str, Any] | None = None
     policy: str | None = None
     rerun: str | None = None
+
+
+def predicted_frame_pairs(episode: Episode, chunks: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(MuJoCo's frames, the predicted ones), each (N, F, H, W, 3), of the ``chunks`` (``ChunkPrediction`` objects)
+    whose F actions were all executed as planned: only there is MuJoCo's frame the one the prediction is of
+    (a temporal ensemble or a shorter execution acts otherwise). None where no chunk qualifies."""
+    real, predicted = [], []
+    for chunk in chunks:
+        span = len(chunk.actions)
+        if chunk.step + span > len(episode.actions):
+            continue
+        executed = np.asarray(episode.actions[chunk.step : chunk.step + span], np.float32)
+        if not np.allclose(executed, np.asarray(chunk.actions, np.float32), atol=1e-5):
+            continue
+        real.append(np.stack([episode.observations[chunk.step + 1 + i][PIXELS] for i in range(span)]))
+        predicted.append(np.asarray(chunk.frames))
+    if not real:
+        return None
+    return np.stack(real), np.stack(predicted)
 
 
 def record_episode(recorder: PolicyRecorder, index: int, seed: int, episode: Episode, chunks: list[Any]) -> None:
@@ -170,6 +197,7 @@ def evaluate_policy(
         if action_repeat != 1:
             env = ActionRepeat(env, action_repeat)
     per_episode: list[dict[str, Any]] = []
+    pairs: list[tuple[np.ndarray, np.ndarray]] = []
     steps_total, seconds = 0, 0.0
     try:
         for k in tqdm(range(episodes), desc=f"policy in {env_id.split('/')[-1]}", disable=not progress):
@@ -178,8 +206,13 @@ def evaluate_policy(
             episode = run_episode(
                 env, lambda obs, info: np.asarray(policy.act(obs, info), np.float32), episode_seed, max_steps=max_steps
             )
+            chunks = getattr(policy, "chunks", [])
             if recorder is not None:
-                record_episode(recorder, k, episode_seed, episode, getattr(policy, "chunks", []))
+                record_episode(recorder, k, episode_seed, episode, chunks)
+            if env_id in PUSH_BLOCK_IDS.values():  # the detector knows PushBlock's colours only
+                found = predicted_frame_pairs(episode, chunks)
+                if found is not None:
+                    pairs.append(found)
             seconds += episode.act_seconds
             steps_total += episode.length
             per_episode.append(
@@ -201,4 +234,15 @@ def evaluate_policy(
         mean_length=float(np.mean([e["length"] for e in per_episode])),
         seconds_per_step=seconds / max(steps_total, 1),
         per_episode=per_episode,
+        predicted_frames=_predicted_frame_metrics(pairs),
     )
+
+
+def _predicted_frame_metrics(pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any] | None:
+    if not pairs:
+        return None
+    real = np.concatenate([r for r, _ in pairs])
+    predicted = np.concatenate([p for _, p in pairs])
+    metrics = object_metrics(real, predicted)
+    keep = ("effector_found", "effector_error_mm", "block_found", "block_error_mm")
+    return {"chunks": len(real)} | {k: metrics[k] for k in keep}

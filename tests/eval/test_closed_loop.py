@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
 from cosmos_robot.cli import main
 from cosmos_robot.envs import push_block_embodiment
-from cosmos_robot.eval.closed_loop import evaluate_policy, make_policy
+from cosmos_robot.eval.closed_loop import evaluate_policy, make_policy, predicted_frame_pairs
+from cosmos_robot.eval.objects import object_metrics
+from cosmos_robot.keys import PIXELS
+from cosmos_robot.policies.world_model_policy import ChunkPrediction
+from cosmos_robot.rollout import run_episode
 from tests.eval.test_recording import rerun_verify
 
 POINT = "cosmos_robot/PushBlockPoint-v0"
@@ -20,6 +26,29 @@ def test_the_expert_succeeds_and_random_does_not_on_the_same_starts():
     assert expert.success_rate == 1.0 and random.success_rate < 1.0
     assert [e["seed"] for e in expert.per_episode] == [e["seed"] for e in random.per_episode]
     assert expert.mean_return > random.mean_return
+
+
+def test_predicted_frames_are_scored_against_the_frames_mujoco_then_shows():
+    env = gym.make(POINT)
+    try:
+        expert = make_policy("pixel-expert", POINT)
+        expert.reset(seed=7)
+        episode = run_episode(env, lambda obs, info: np.asarray(expert.act(obs, info), np.float32), 7, max_steps=8)
+    finally:
+        env.close()
+    actions = np.asarray(episode.actions, np.float32)
+    pixels = np.stack([obs[PIXELS] for obs in episode.observations])
+    oracle = ChunkPrediction(0, actions[:4], pixels[1:5])  # predicts exactly what MuJoCo showed
+    frozen = ChunkPrediction(4, actions[4:8], np.repeat(pixels[4:5], 4, axis=0))  # a world that never moves
+    replanned = ChunkPrediction(2, actions[2:6] + 0.5, pixels[3:7])  # its actions were not the ones executed
+    real, predicted = predicted_frame_pairs(episode, [oracle, frozen, replanned])
+    assert real.shape == predicted.shape == (2, 4, 64, 64, 3)
+    np.testing.assert_array_equal(predicted[0], pixels[1:5])
+    np.testing.assert_array_equal(real[1], pixels[5:9])
+    right, wrong = object_metrics(real[:1], predicted[:1]), object_metrics(real[1:], predicted[1:])
+    assert right["effector_found"] == [1.0] * 4 and max(right["effector_error_mm"]) == 0.0
+    assert wrong["effector_error_mm"][-1] > 10.0  # the expert's pusher moved on; the frozen frame did not
+    assert predicted_frame_pairs(episode, [replanned]) is None
 
 
 @pytest.mark.slow
@@ -34,6 +63,8 @@ def test_the_model_policy_runs_closed_loop_and_its_recording_verifies(smoke_chec
     result = json.loads(out.read_text())
     assert result["episodes"] == 1 and result["per_episode"][0]["length"] >= 1
     assert result["success_rate"] == float(result["per_episode"][0]["success"])
+    predicted = result["predicted_frames"]  # a PushBlock env: the policy's frames are scored
+    assert predicted["chunks"] >= 1 and len(predicted["effector_found"]) == 4
     assert rrd.is_file() and not list(tmp_path.glob(".*.tmp"))
     check = rerun_verify(rrd)
     assert check.returncode == 0, check.stderr
