@@ -1,7 +1,7 @@
 """Resumable training phases: the state of a phase that runs before the world model's first checkpoint.
 
-``train`` runs the frame autoencoder, then the forward prior and the action prior (where the recipe
-trains them alone), then the MoT. The MoT saves
+``train`` runs the frame autoencoder, then the forward prior, the action prior and the inverse prior
+(where the recipe trains them alone), then the MoT. The MoT saves
 full checkpoints; the phases before it save their loop state (weights, optimiser, schedule, batch
 generator, step, losses) to ``<out>/training/phase/`` (JSON and safetensors, written atomically). A run killed
 during a phase resumes there with ``--resume`` and ends bit-identical to an uninterrupted run: every
@@ -25,8 +25,8 @@ from cosmos_robot.atomic import atomic_directory
 
 PHASE_DIR = Path("training") / "phase"
 # The forward prior trains in two stages (short rollouts, then longer ones), each resuming on its own;
-# the action prior, where a recipe trains it alone, comes last.
-PHASES = ("autoencoder", "forward_prior", "forward_finetune", "action_prior")
+# the action and inverse priors, where a recipe trains them alone, come last.
+PHASES = ("autoencoder", "forward_prior", "forward_finetune", "action_prior", "inverse_prior")
 PRIOR_PHASES = PHASES[1:]  # the phases that run after a finished autoencoder
 FORWARD_PHASES = PHASES[1:3]
 _TENSOR = "__tensor__"  # in phase.json: this value is the tensor of that name in state.safetensors

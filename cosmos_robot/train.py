@@ -38,6 +38,7 @@ from cosmos_robot.datasets.rate import MODEL_FPS
 from cosmos_robot.datasets.training_set import Batch, TrainingSet, source_widths
 from cosmos_robot.fast_decoder_training import fast_reconstruction_psnr, train_fast_decoder
 from cosmos_robot.forward_prior_training import fit_state_head, rollout_error, train_forward_prior
+from cosmos_robot.inverse_prior_training import inverse_r2, train_inverse_prior
 from cosmos_robot.keys import OBS_ENV_STATE
 from cosmos_robot.model.action_prior import PRIOR_CHUNK
 from cosmos_robot.model.batches import PriorBatch, ReasonerInputs, TransitionBatch
@@ -92,6 +93,10 @@ class TrainConfig:
         prior_lr: peak learning rate of the action prior's own schedule (``prior_steps > 0``).
         inverse_batch: consecutive-frame pairs per step for the inverse prior's own loss (0 trains
             no inverse prior), for the same reason.
+        inverse_steps: steps of the inverse prior trained alone after the action prior, on its own
+            one-cycle schedule at ``prior_lr``, ``inverse_batch`` pairs each, and then frozen (0: it
+            trains beside the MoT instead, ``inverse_batch`` pairs per MoT step, so a recipe with few
+            MoT steps leaves it short; ``inverse_prior_training``).
         forward_steps: steps of the forward prior, trained alone after the autoencoder and then
             frozen (0 leaves it untrained: forward dynamics is then the MoT's alone).
         forward_batch: sequences per forward-prior step.
@@ -163,6 +168,7 @@ class TrainConfig:
     prior_steps: int = 0
     prior_lr: float = 1e-3
     inverse_batch: int = 256
+    inverse_steps: int = 0
     forward_steps: int = 0
     forward_batch: int = 128
     forward_rollout: int = ROLLOUT_STEPS
@@ -200,6 +206,7 @@ class TrainConfig:
             "prior_batch",
             "prior_steps",
             "inverse_batch",
+            "inverse_steps",
             "forward_steps",
             "forward_finetune_steps",
             "forward_state_steps",
@@ -253,6 +260,10 @@ class TrainConfig:
             raise ValueError(
                 f"object_agent_rollout_steps={self.object_agent_rollout_steps} but object_agent_steps=0; expected "
                 "the one-step fit first (object_agent_steps > 0) or object_agent_rollout_steps=0"
+            )
+        if self.inverse_steps and not self.inverse_batch:
+            raise ValueError(
+                f"inverse_steps={self.inverse_steps} but inverse_batch=0; expected inverse_batch > 0 or inverse_steps=0"
             )
         if self.prior_steps and not self.prior_batch:
             raise ValueError(
@@ -432,7 +443,8 @@ class Trainer:
                 f"forward_steps={config.forward_steps} but the model has no forward prior; expected "
                 'model_overrides={"forward_prior": true} or forward_steps=0'
             )
-        finished = phase is not None and phase["phase"] == "action_prior"  # the forward prior came before it
+        # The forward prior came before these phases, the action prior before the inverse prior's.
+        finished = phase is not None and phase["phase"] in ("action_prior", "inverse_prior")
         if previous is None and config.forward_steps and finished:
             self.network.forward_prior.load_state_dict(phase["forward_prior_weights"])
             if self.network.object_pose is not None:
@@ -441,8 +453,14 @@ class Trainer:
         elif previous is None and config.forward_steps:
             self._train_forward_prior(phase)
         self.action_prior = previous.training.get("action_prior") if previous is not None else None
-        if previous is None and config.prior_steps:
+        if previous is None and config.prior_steps and phase is not None and phase["phase"] == "inverse_prior":
+            self.network.action_prior.load_state_dict(phase["action_prior_weights"])
+            self.action_prior = phase["action_prior"]
+        elif previous is None and config.prior_steps:
             self._train_action_prior(phase)
+        self.inverse_prior = previous.training.get("inverse_prior") if previous is not None else None
+        if previous is None and config.inverse_steps:
+            self._train_inverse_prior(phase)
         # Frozen from here on: the MoT learns its correction against the rollout it will be given.
         if self.network.forward_prior is not None:
             self.network.forward_prior.requires_grad_(False)
@@ -450,6 +468,8 @@ class Trainer:
             self.network.object_pose.requires_grad_(False)
         if config.prior_steps:  # trained alone: the MoT's steps draw no prior batch
             self.network.action_prior.requires_grad_(False)
+        if config.inverse_steps:  # likewise
+            self.network.inverse_prior.requires_grad_(False)
         self.ema = copy.deepcopy(self.network).requires_grad_(False)
         self.optimizer = torch.optim.AdamW(
             [p for p in self.network.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay
@@ -606,6 +626,39 @@ class Trainer:
             "seconds": time.perf_counter() - started,
         }
 
+    def _train_inverse_prior(self, phase: dict[str, Any] | None) -> None:
+        """The inverse prior alone on consecutive-frame pairs, resuming inside its phase."""
+        config = self.config
+        resumed = phase is not None and phase["phase"] == "inverse_prior"
+        started = time.perf_counter() - (float(phase["seconds"]) if resumed else 0.0)
+        forward, objects = self.network.forward_prior, self.network.object_pose
+        saver = self._phase_saver(
+            "inverse_prior",
+            phase,
+            started,
+            forward_prior_weights=forward.state_dict() if forward is not None else {},
+            object_pose_weights=objects.state_dict() if objects is not None else {},
+            forward_prior=self.forward_prior,
+            action_prior_weights=self.network.action_prior.state_dict(),
+            action_prior=self.action_prior,
+        )
+        train_inverse_prior(
+            self.network,
+            self.data.transitions(),
+            steps=config.inverse_steps,
+            batch_size=config.inverse_batch,
+            lr=config.prior_lr,
+            seed=config.seed + 23,
+            progress=self.progress and self.rank == 0,
+            saver=saver,
+        )
+        names = {e.embodiment.domain_id: name for name, e in self.data.processor.entries.items()}
+        scores = inverse_r2(self.network, self.data.transitions("val"))
+        self.inverse_prior = {
+            "val_r2": {names.get(d, str(d)): v for d, v in scores.items()},
+            "seconds": time.perf_counter() - started,
+        }
+
     # -- checkpoint state -----------------------------------------------------------------------------
     def _restore(self, previous: Checkpoint) -> None:
         tensors = previous.training.pop("tensors")
@@ -639,6 +692,7 @@ class Trainer:
             "fast_decoder_psnr": self.fast_decoder_psnr,
             "forward_prior": self.forward_prior,
             "action_prior": self.action_prior,
+            "inverse_prior": self.inverse_prior,
             "config": asdict(self.config),
         }
         ae = self.autoencoder
@@ -674,7 +728,7 @@ class Trainer:
 
     def _draw_inverse_batch(self) -> TransitionBatch | None:
         """The inverse prior's consecutive-frame pairs for this step (global batch), or None."""
-        if not self.config.inverse_batch:
+        if not self.config.inverse_batch or self.config.inverse_steps:
             return None
         table = self.data.transitions()
         return table.take(torch.randint(len(table), (self.config.inverse_batch,), generator=self.rng))

@@ -62,7 +62,7 @@ class SimulatedKillError(Exception):
 )
 def test_resume_inside_a_phase_matches_an_uninterrupted_run(smoke_data, tmp_path, monkeypatch, phase):
     changes = {"steps": 4, "ae_steps": 10, "forward_steps": 10, "forward_finetune_steps": 10, "prior_steps": 10}
-    changes |= {"checkpoint_every": 5, "val_every": 0}
+    changes |= {"inverse_steps": 10, "checkpoint_every": 5, "val_every": 0}
     uninterrupted = Trainer(smoke_config(smoke_data, tmp_path / "a", **changes), progress=False)
     uninterrupted.run()
 
@@ -102,7 +102,7 @@ from tests.conftest import smoke_config
 
 point, datasets, out, changes = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
 die = lambda: os.kill(os.getpid(), signal.SIGKILL)
-if point in ("autoencoder", "forward_prior", "forward_finetune", "action_prior"):  # after the phase's first save
+if point in ("autoencoder", "forward_prior", "forward_finetune", "action_prior", "inverse_prior"):  # after a first save
     save_phase = train.save_phase
     def patched(o, state):
         save_phase(o, state)
@@ -123,7 +123,7 @@ else:  # in the middle of writing the second checkpoint (3 files per checkpoint)
 train.train(smoke_config(datasets, out, **changes), progress=False)
 """
 KILL_CHANGES = {"steps": 8, "ae_steps": 10, "forward_steps": 10, "forward_finetune_steps": 6, "prior_steps": 6}
-KILL_CHANGES |= {"checkpoint_every": 4, "val_every": 0}
+KILL_CHANGES |= {"inverse_steps": 6, "checkpoint_every": 4, "val_every": 0}
 
 
 @pytest.fixture(scope="module")
@@ -223,6 +223,8 @@ def test_learning_rate_warms_up_then_decays():
         ({"steps": 0}, "steps=0"),
         ({"prior_batch": -1}, "prior_batch=-1"),
         ({"inverse_batch": 2.5}, "inverse_batch=2.5"),
+        ({"inverse_steps": -1}, "inverse_steps=-1"),
+        ({"inverse_steps": 5, "inverse_batch": 0}, "inverse_steps=5 but inverse_batch=0"),
         ({"forward_steps": -1}, "forward_steps=-1"),
         ({"forward_batch": 0}, "forward_batch=0"),
         ({"forward_rollout": 0}, "forward_rollout=0"),
@@ -290,6 +292,18 @@ def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_d
         torch.testing.assert_close(value, alone[key], atol=0, rtol=0)
     measured = load_checkpoint(tmp_path / "x", with_training=True).training["action_prior"]
     assert set(measured["val_loss"]) == {"arm2", "point"} and measured["seconds"] > 0
+
+
+def test_an_inverse_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):
+    changes = {"steps": 2, "ae_steps": 2, "forward_steps": 2, "forward_finetune_steps": 0, "inverse_steps": 3}
+    trainer = Trainer(smoke_config(smoke_data, tmp_path / "x", val_every=0, **changes), progress=False)
+    alone = {k: v.clone() for k, v in trainer.network.inverse_prior.state_dict().items()}
+    trainer.run()
+    assert all("inverse" not in logged for logged in trainer.history)  # the MoT drew no inverse batch
+    for key, value in trainer.network.inverse_prior.state_dict().items():
+        torch.testing.assert_close(value, alone[key], atol=0, rtol=0)
+    measured = load_checkpoint(tmp_path / "x", with_training=True).training["inverse_prior"]
+    assert set(measured["val_r2"]) == {"arm2", "point"} and measured["seconds"] > 0
 
 
 def test_the_forward_prior_trains_on_rollouts_of_the_configured_length(smoke_data, tmp_path, monkeypatch):
