@@ -45,6 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "autoencoder_training",
         "fast_decoder_training",
         "action_prior_training",
+        "inverse_prior_training",
         "forward_prior_training",
         "rollout_decoder_training",
         "object_pose_training",
