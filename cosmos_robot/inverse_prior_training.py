@@ -31,13 +31,14 @@ def inverse_r2(network: WorldActionNetwork, table: TransitionTable) -> dict[int,
             for i in range(0, len(table), _CHUNK)
         ]
     )
-    everything = table.take(torch.arange(len(table)))
+    rows = table.first  # the frame each pair's action is taken at
+    domains, actions, valid = table.domain[rows], table.actions[rows], table.action_channels[rows]
     scores = {}
-    for domain in everything.domain.unique().tolist():
-        rows = everything.domain == domain
-        channels = everything.action_channels[rows][0]
-        truth = everything.actions[rows][:, channels]
-        guess = predicted[rows][:, channels].float()
+    for domain in domains.unique().tolist():
+        picked = domains == domain
+        channels = valid[picked][0]
+        truth = actions[picked][:, channels]
+        guess = predicted[picked][:, channels].float()
         residual = ((guess - truth) ** 2).sum()
         variance = ((truth - truth.mean(0)) ** 2).sum()
         scores[int(domain)] = float(1.0 - residual / variance.clamp_min(1e-12))

@@ -600,15 +600,7 @@ class Trainer:
         config = self.config
         resumed = phase is not None and phase["phase"] == "action_prior"
         started = time.perf_counter() - (float(phase["seconds"]) if resumed else 0.0)
-        forward, objects = self.network.forward_prior, self.network.object_pose
-        saver = self._phase_saver(
-            "action_prior",
-            phase,
-            started,
-            forward_prior_weights=forward.state_dict() if forward is not None else {},
-            object_pose_weights=objects.state_dict() if objects is not None else {},
-            forward_prior=self.forward_prior,
-        )
+        saver = self._phase_saver("action_prior", phase, started, **self._forward_parts())
         train_action_prior(
             self.network,
             self.data.demonstrations(PRIOR_CHUNK),
@@ -619,26 +611,37 @@ class Trainer:
             progress=self.progress and self.rank == 0,
             saver=saver,
         )
-        names = {e.embodiment.domain_id: name for name, e in self.data.processor.entries.items()}
         errors = prior_error(self.network, self.data.demonstrations(PRIOR_CHUNK, "val"))
         self.action_prior = {
-            "val_loss": {names.get(d, str(d)): v for d, v in errors.items()},
+            "val_loss": self._by_embodiment(errors),
             "seconds": time.perf_counter() - started,
         }
+
+    def _forward_parts(self) -> dict[str, Any]:
+        """The parts trained before the action and inverse priors, which those phases' states carry so that a
+        resumed run skips them: the forward prior's and the object's weights and the forward prior's report."""
+        forward, objects = self.network.forward_prior, self.network.object_pose
+        return {
+            "forward_prior_weights": forward.state_dict() if forward is not None else {},
+            "object_pose_weights": objects.state_dict() if objects is not None else {},
+            "forward_prior": self.forward_prior,
+        }
+
+    def _by_embodiment(self, values: dict[int, float]) -> dict[str, float]:
+        """Per-domain-id values keyed by embodiment name."""
+        names = {e.embodiment.domain_id: name for name, e in self.data.processor.entries.items()}
+        return {names.get(d, str(d)): v for d, v in values.items()}
 
     def _train_inverse_prior(self, phase: dict[str, Any] | None) -> None:
         """The inverse prior alone on consecutive-frame pairs, resuming inside its phase."""
         config = self.config
         resumed = phase is not None and phase["phase"] == "inverse_prior"
         started = time.perf_counter() - (float(phase["seconds"]) if resumed else 0.0)
-        forward, objects = self.network.forward_prior, self.network.object_pose
         saver = self._phase_saver(
             "inverse_prior",
             phase,
             started,
-            forward_prior_weights=forward.state_dict() if forward is not None else {},
-            object_pose_weights=objects.state_dict() if objects is not None else {},
-            forward_prior=self.forward_prior,
+            **self._forward_parts(),
             action_prior_weights=self.network.action_prior.state_dict(),
             action_prior=self.action_prior,
         )
@@ -652,10 +655,9 @@ class Trainer:
             progress=self.progress and self.rank == 0,
             saver=saver,
         )
-        names = {e.embodiment.domain_id: name for name, e in self.data.processor.entries.items()}
         scores = inverse_r2(self.network, self.data.transitions("val"))
         self.inverse_prior = {
-            "val_r2": {names.get(d, str(d)): v for d, v in scores.items()},
+            "val_r2": self._by_embodiment(scores),
             "seconds": time.perf_counter() - started,
         }
 

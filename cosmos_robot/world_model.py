@@ -803,9 +803,10 @@ class WorldActionModel:
         actions = chosen[:, self.context_frames - 1 :]
         raw_actions = self.processor.actions_out(embodiment, actions)
         if action_estimate != "sample" and self.network.forward_prior is not None:
-            # The frames those actions produce are the learned env's: the forward path that follows actions
-            # (the MoT's own frames for a given chunk are the ablation "MoT without the prior", which loses
-            # the moving object; docs/results.md).
+            # "mean": one Euler step from t = 1 lands on the x0 estimate. For it and for the prior's chunk, the
+            # frames those actions produce are the learned env's: the forward path that follows actions (the
+            # MoT's own frames for a given chunk are the ablation "MoT without the prior", which loses the
+            # moving object; docs/results.md).
             future = self.forward_dynamics(
                 observed,
                 raw_actions,
@@ -818,8 +819,7 @@ class WorldActionModel:
             ).frames
             return ActionChunk(raw_actions, future)
         if action_estimate != "sample":
-            # "mean": one Euler step from t = 1 lands on the x0 estimate. For it and for the prior's
-            # chunk, now draw the frames those actions produce.
+            # Without a forward prior the MoT draws them.
             template = self._template(entry, b, tokens, chosen, states_norm, start_time)
             fd_plan = make_plan(Mode.FORWARD_DYNAMICS, t, t - 1, self.context_frames)
             gen = sample_plan(
