@@ -68,21 +68,23 @@ def agent_record(data: TrainingSet, name: str, split: str) -> AgentRecord:
     return AgentRecord(push_record(data, name, split), states, raw, channels)
 
 
-def _start_memory(record: AgentRecord, rows: torch.Tensor, effector: torch.Tensor) -> torch.Tensor:
+def _start_memory(record: AgentRecord, rows: torch.Tensor, effector_before: torch.Tensor) -> torch.Tensor:
     """The object's memory (B, 10) at ``rows`` from the record: the poses a step before and now, the effector
-    a step before (``effector`` (N, 2): the effector map of every recorded state), no goal."""
+    a step before (``effector_before`` (B, 2): the effector map of the recorded state a step before each row),
+    no goal."""
     pushes = record.pushes
     before = pushes.before(rows)
-    return torch.cat([pushes.poses[before], pushes.poses[rows], effector[before], effector.new_zeros(len(rows), 2)], 1)
+    zeros = effector_before.new_zeros(len(rows), 2)
+    return torch.cat([pushes.poses[before], pushes.poses[rows], effector_before, zeros], 1)
 
 
 def roll_agent(objects: ObjectPose, record: AgentRecord, rows: torch.Tensor, steps: int, domain: int) -> torch.Tensor:
     """Normalised states (B, steps, S) the agent head rolls from ``rows`` (B,) under the recorded actions, the
     block carried by the push MLP and the effector mapped from the head's own states, as the learned env does."""
     state = record.states[rows]
-    with torch.no_grad():
-        mapped = objects.effector_of(record.states, domain)
-    memory = _start_memory(record, rows, mapped)
+    with torch.no_grad():  # the rows a step before only, not every recorded state (~37k) at every step
+        effector_before = objects.effector_of(record.states[record.pushes.before(rows)], domain)
+    memory = _start_memory(record, rows, effector_before)
     effector = objects.effector_of(state, domain)
     states = []
     for k in range(steps):
@@ -150,7 +152,8 @@ def fit_agent_dynamics(
         t = torch.cat([torch.arange(start, end - 1) for start, end in pushes.bounds])
         with torch.no_grad():
             mapped = objects.effector_of(train.states, domain)
-        inputs = objects.agent_features(train.states[t], _start_memory(train, t, mapped), mapped[t], pushes.actions[t])
+        memory = _start_memory(train, t, mapped[pushes.before(t)])
+        inputs = objects.agent_features(train.states[t], memory, mapped[t], pushes.actions[t])
         targets = (train.states[t + 1] - train.states[t]) * train.channels
         objects.agent_mean[k] = inputs.mean(0)
         objects.agent_std[k] = inputs.std(0) + 1e-6

@@ -31,9 +31,18 @@ from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.push_block import effector_from_state
 from cosmos_robot.envs.push_block_scene import TABLE_HALF
 from cosmos_robot.keys import ACTION, OBS_ENV_STATE, OBS_STATE
-from cosmos_robot.model.forward_prior import rollout_loss
+from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss
 from cosmos_robot.model.network import WorldActionNetwork
-from cosmos_robot.model.object_pose import POSE_MAPS, PUSH_SCALE, ObjectPose, PoseReadout, block_frame, fold, step_maps
+from cosmos_robot.model.object_pose import (
+    EFFECTOR_MAPS,
+    POSE_MAPS,
+    PUSH_SCALE,
+    ObjectPose,
+    PoseReadout,
+    block_frame,
+    fold,
+    step_maps,
+)
 from cosmos_robot.model.stems import latent_grids
 from cosmos_robot.part_training import train_part
 
@@ -66,6 +75,14 @@ def carried_embodiments(objects: ObjectPose, data: TrainingSet) -> list[str]:
     return names
 
 
+def drawer_from_prior(prior: ForwardPrior, tell_effector: bool = False) -> ForwardPrior:
+    """The object's drawer: a copy of the trained ``prior`` given the pose maps' inputs (and the effector's,
+    ``tell_effector``), zero-weighted: it draws what the prior draws until it is trained to read them."""
+    drawer = copy.deepcopy(prior)
+    drawer.add_inputs(POSE_MAPS + EFFECTOR_MAPS * tell_effector)
+    return drawer
+
+
 def attach_object_pose(network: WorldActionNetwork, domains: tuple[int, ...], half_extent: float = TABLE_HALF) -> None:
     """Give ``network`` an untrained :class:`ObjectPose` for ``domains`` whose drawer is a copy of its prior
     given the maps' inputs (zero-weighted: it draws what the prior draws), and record it in its config."""
@@ -74,8 +91,7 @@ def attach_object_pose(network: WorldActionNetwork, domains: tuple[int, ...], ha
     if network.object_pose is not None:
         raise ValueError(f"the network already carries an object for domains {list(network.object_pose.domains)}")
     config = network.config
-    drawer = copy.deepcopy(network.forward_prior)
-    drawer.add_inputs(POSE_MAPS)
+    drawer = drawer_from_prior(network.forward_prior, config.object_effector_maps)
     network.object_pose = ObjectPose(
         config.latent_channels, config.state_width, config.action_width, domains, half_extent, drawer
     ).to(next(network.forward_prior.parameters()).device)
@@ -335,25 +351,70 @@ def fit_object_pose(
 
     # 3. The drawer, told the recorded poses.
     if prior_steps:
-        prior = objects.drawer
-        sequences = data.transitions("train", rollout)
-
-        def prior_loss(rng: torch.Generator) -> torch.Tensor:
-            index = torch.randint(len(sequences), (batch_size,), generator=rng)
-            batch = sequences.take_sequences(index)
-            rows = sequences.first[index][:, None] + torch.arange(rollout + 1)
-            grids = latent_grids(batch.frames, config)
-            side = grids.shape[-1]
-            seq = poses[rows]
-            told = known[rows].all(1)
-            maps = step_maps(seq[:, :-1].flatten(0, 1), seq[:, 1:].flatten(0, 1), side, objects.half_extent)
-            maps = maps.view(batch_size, rollout, POSE_MAPS, side, side) * told[:, None, None, None, None]
-            actions = batch.actions * batch.action_channels[:, None]
-            state = batch.states[:, 0] * batch.state_channels
-            rolled, states = prior.rollout(grids[:, 0], state, actions, batch.domain, batch.state_channels, maps)
-            return rollout_loss(rolled, states, grids, batch.states, batch.state_channels)
-
-        report["drawer_loss"] = _fit(prior, prior_loss, prior_steps, lr, seed + 3, "drawer of the object", progress)
+        report["drawer_loss"] = fit_drawer(network, data, prior_steps, rollout, seed + 3, batch_size, lr, progress)
     network.eval()
     report["seconds"] = time.perf_counter() - started
     return report
+
+
+def _rows_effector(data: TrainingSet, split: str, names: list[str]) -> torch.Tensor:
+    """Every row's effector (N, 2, metres, by the robot's kinematics) of ``data.transitions(split)``'s order;
+    zero on the rows of embodiments not in ``names``."""
+    places = []
+    for name in sorted(data.data):
+        states = np.asarray(getattr(data.data[name], split).episodes.data[OBS_STATE], np.float64)
+        places.append(effector_from_state(name, states) if name in names else np.zeros((len(states), 2)))
+    return torch.from_numpy(np.concatenate(places)).float()
+
+
+def fit_drawer(
+    network: WorldActionNetwork,
+    data: TrainingSet,
+    steps: int,
+    rollout: int,
+    seed: int,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    progress: bool = True,
+) -> float:
+    """Make the object's drawer a fresh copy of the trained forward prior (:func:`drawer_from_prior`: a drawer
+    built with the network starts untrained) and train it ``steps`` steps on ``rollout``-action sequences
+    teacher-forced with the recorded poses (and effector places, for a drawer told them); returns the last
+    loss. The sequences of an embodiment without the object get its maps at zero."""
+    objects = network.object_pose
+    if objects is None or network.forward_prior is None:
+        raise ValueError("the network carries no object or has no forward prior; nothing to draw with")
+    config = network.config
+    names = carried_embodiments(objects, data)
+    poses, known = _rows_poses(data, "train", names)
+    tell_effector = objects.tells_effector
+    places = _rows_effector(data, "train", names) if tell_effector else None
+    objects.drawer = drawer_from_prior(network.forward_prior, tell_effector)
+    prior = objects.drawer
+    sequences = data.transitions("train", rollout)
+    channels = prior.extra_inputs
+
+    def prior_loss(rng: torch.Generator) -> torch.Tensor:
+        index = torch.randint(len(sequences), (batch_size,), generator=rng)
+        batch = sequences.take_sequences(index)
+        rows = sequences.first[index][:, None] + torch.arange(rollout + 1)
+        grids = latent_grids(batch.frames, config)
+        side = grids.shape[-1]
+        seq = poses[rows]
+        told = known[rows].all(1)
+        now, after = seq[:, :-1].flatten(0, 1), seq[:, 1:].flatten(0, 1)
+        if places is None:
+            maps = step_maps(now, after, side, objects.half_extent)
+        else:
+            where = places[rows]
+            where_now, where_after = where[:, :-1].flatten(0, 1), where[:, 1:].flatten(0, 1)
+            maps = step_maps(now, after, side, objects.half_extent, where_now, where_after)
+        maps = maps.view(batch_size, rollout, channels, side, side) * told[:, None, None, None, None]
+        actions = batch.actions * batch.action_channels[:, None]
+        state = batch.states[:, 0] * batch.state_channels
+        rolled, states = prior.rollout(grids[:, 0], state, actions, batch.domain, batch.state_channels, maps)
+        return rollout_loss(rolled, states, grids, batch.states, batch.state_channels)
+
+    loss = _fit(prior, prior_loss, steps, lr, seed, "drawer of the object", progress)
+    network.eval()
+    return loss

@@ -18,7 +18,7 @@ from cosmos_robot.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from cosmos_robot.forking import note_use
 from cosmos_robot.interface import ActionChunk, Prediction, WorldModel
 from cosmos_robot.model.batches import GeneratorInputs, ReasonerInputs
-from cosmos_robot.model.object_pose import MEMORY_WIDTH, ObjectPose, step_maps
+from cosmos_robot.model.object_pose import MEMORY_WIDTH, ObjectPose
 from cosmos_robot.model.plan import Mode, make_plan
 from cosmos_robot.model.sampler import sample_plan
 from cosmos_robot.model.stems import grid_tokens, latent_grids
@@ -601,10 +601,10 @@ class WorldActionModel:
                 effector_after = objects.effector_of(state_after, domain)
                 action = actions_in[:, k]
                 memory = _push(objects, memory, effector, effector_after, action, domain, scored, rewards, success)
-                effector = effector_after
                 if paint:
-                    maps = step_maps(memory[:, :3], memory[:, 3:6], drawn.shape[-1], objects.half_extent)
+                    maps = objects.drawer_maps(memory, effector, effector_after, drawn.shape[-1])
                     drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]
+                effector = effector_after
             grid = drawn if heads else grid + grid_change
             state = state_after
             if not (draw and paint):

@@ -18,6 +18,9 @@
 - the block's agent heads (``--agent-steps``, ``--agent-rollout-steps``; ``agent_dynamics_training``), as
   ``train`` does with ``object_agent_steps``: the agent state stepped by MLPs, not by the forward prior (a
   block fitted anew with ``--object-fit-steps`` comes without them: pass ``--agent-steps`` too);
+- the block's drawer alone drawn anew (``--drawer-steps``; ``object_pose_training.fit_drawer``): a fresh copy
+  of the prior trained to draw the carried pose, told the effector's places too with ``--drawer-effector``
+  (``ModelConfig.object_effector_maps``), the block's other parts kept;
 - the decoder fitted to the (final) prior's rollouts (``--rollout-decoder-steps``;
   ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``.
 
@@ -57,7 +60,13 @@ from cosmos_robot.model.config import ModelConfig
 from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.tokenizers import FrameAutoencoder
-from cosmos_robot.object_pose_training import attach_object_pose, fit_object_pose, object_embodiments
+from cosmos_robot.object_pose_training import (
+    attach_object_pose,
+    drawer_from_prior,
+    fit_drawer,
+    fit_object_pose,
+    object_embodiments,
+)
 from cosmos_robot.object_reward_training import attach_object_reward, fit_object_reward
 from cosmos_robot.recipes import get_recipe, prepare_data
 from cosmos_robot.rollout_decoder_training import fit_decoder_to_rollouts
@@ -101,6 +110,10 @@ def main() -> None:
     parser.add_argument("--object-reward-steps", type=int, default=0, help="fit the block's reward head, steps (0: no)")
     parser.add_argument("--agent-steps", type=int, default=0, help="fit the block's agent heads, steps (0: no)")
     parser.add_argument("--agent-rollout-steps", type=int, default=0, help="... then on 16-step rollouts, steps")
+    parser.add_argument("--drawer-steps", type=int, default=0, help="draw the block anew, steps (0: no)")
+    parser.add_argument(
+        "--drawer-effector", action="store_true", help="... telling the drawer the effector's places too"
+    )
     parser.add_argument("--ae-object-weight", type=float, default=10.0, help="the autoencoder's object weight")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
@@ -114,10 +127,13 @@ def main() -> None:
         ("object_reward_steps", 0),
         ("forward_state_steps", 0),
         ("agent_steps", 0),
+        ("drawer_steps", 0),
         ("agent_rollout_steps", 0),
     ):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
+    if args.drawer_effector and not args.drawer_steps:
+        parser.error("--drawer-effector needs --drawer-steps (the drawer is drawn anew)")
     if args.agent_rollout_steps and not args.agent_steps:
         parser.error(
             f"--agent-rollout-steps={args.agent_rollout_steps} needs --agent-steps (the one-step fit comes first)"
@@ -259,6 +275,18 @@ def main() -> None:
         attach_agent_dynamics(network)
         # The seed ``train`` gives this step (its config seed 0, plus 19).
         report["agent_heads"] = fit_agent_dynamics(network, data, args.agent_steps, args.agent_rollout_steps, seed=19)
+        checkpoint.network = network.eval()
+    if args.drawer_steps:
+        network = checkpoint.network.float()
+        if network.object_pose is None:
+            raise SystemExit("--drawer-steps: the model carries no block (give it one: --object-fit-steps)")
+        # fit_drawer copies the prior into a drawer of the object's kind: make the object that kind first.
+        network.object_pose.drawer = drawer_from_prior(network.forward_prior, args.drawer_effector)
+        network.config = ModelConfig.from_dict(
+            network.config.to_dict() | {"object_effector_maps": args.drawer_effector}
+        )
+        # The seed ``train`` gives the drawer (its config seed 0, plus 11 for the object, plus 3).
+        report["drawer_loss"] = fit_drawer(network, data, args.drawer_steps, args.forward_rollout, seed=14)
         checkpoint.network = network.eval()
     checkpoint.training = None
     save_checkpoint(checkpoint, args.out)

@@ -10,11 +10,12 @@ from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.forward_prior_training import train_forward_prior
 from cosmos_robot.model.config import ModelConfig, preset
 from cosmos_robot.model.network import WorldActionNetwork
-from cosmos_robot.model.object_pose import POSE_MAPS
+from cosmos_robot.model.object_pose import EFFECTOR_MAPS, POSE_MAPS
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.object_pose_training import (
     PUSH_ROLLOUT,
     attach_object_pose,
+    fit_drawer,
     fit_object_pose,
     fit_push_rollouts,
     object_embodiments,
@@ -86,12 +87,49 @@ def test_the_fit_learns_the_effector_and_the_readout_and_teaches_the_prior_the_m
     assert not any(p.requires_grad for p in network2.object_pose.parameters())
 
 
+def _drawer_trunk_gap(network: WorldActionNetwork) -> float:
+    """Largest difference between the drawer's weights and the forward prior's (the stem's grid channels)."""
+    drawer, prior = network.object_pose.drawer.state_dict(), network.forward_prior.state_dict()
+    gaps = [(drawer[k].float() - v.float()).abs().max() for k, v in prior.items() if k != "stem.weight"]
+    stem = drawer["stem.weight"][:, : prior["stem.weight"].shape[1]]
+    return float(max([*gaps, (stem.float() - prior["stem.weight"].float()).abs().max()]))
+
+
+@pytest.mark.parametrize("tell_effector", [False, True])
+def test_a_drawer_built_with_the_network_is_drawn_from_the_trained_prior(prepared, tell_effector):
+    # ``train`` builds the object with the network (its drawer untrained), then fits it: the drawer must start
+    # from the trained prior, as attach_object_pose's does, not from the network's random initialisation.
+    data, trained = prepared
+    domains = tuple(data.data[n].embodiment.domain_id for n in object_embodiments(data))
+    config = ModelConfig.from_dict(
+        trained.config.to_dict() | {"object_pose_domains": domains, "object_effector_maps": tell_effector}
+    )
+    network = WorldActionNetwork(config)
+    network.load_state_dict(trained.state_dict(), strict=False)
+    assert _drawer_trunk_gap(network) > 1e-3  # as built: random
+    extra = POSE_MAPS + EFFECTOR_MAPS * tell_effector
+    assert network.object_pose.drawer.extra_inputs == extra and network.object_pose.tells_effector == tell_effector
+    stem_before = network.object_pose.drawer.stem.weight[:, -extra:].clone()
+    fit_drawer(network, data, steps=2, rollout=3, seed=0, lr=1e-9, progress=False)
+    assert _drawer_trunk_gap(network) < 1e-6  # a copy of the prior, barely moved
+    assert network.object_pose.drawer.extra_inputs == extra
+    fit_drawer(network, data, steps=5, rollout=3, seed=0, progress=False)
+    stem = network.object_pose.drawer.stem.weight[:, -extra:]
+    assert not torch.equal(stem, stem_before) and stem.abs().sum() > 0  # it learned to read the maps
+    if tell_effector:  # ... the effector's among them
+        assert stem[:, -EFFECTOR_MAPS:].abs().sum() > 0
+    assert not any(p.requires_grad for p in network.object_pose.drawer.parameters())
+    WorldActionNetwork(network.config).load_state_dict(network.state_dict())  # the config says its shape
+
+
 def test_bad_arguments_are_refused_by_name(prepared):
     data, network = prepared
     with pytest.raises(ValueError, match="carries no object"):
         fit_object_pose(network, data, fit_steps=1, prior_steps=0, rollout=3, seed=0, progress=False)
     with pytest.raises(ValueError, match="fit_steps=0"):
         fit_object_pose(network, data, fit_steps=0, prior_steps=0, rollout=3, seed=0, progress=False)
+    with pytest.raises(ValueError, match="carries no object"):
+        fit_drawer(network, data, steps=1, rollout=3, seed=0, progress=False)
     with pytest.raises(ValueError, match="push_rollout_steps=-1"):
         fit_object_pose(network, data, 1, 0, rollout=3, seed=0, push_rollout_steps=-1, progress=False)
 

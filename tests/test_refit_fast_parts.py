@@ -72,6 +72,8 @@ def test_finetune_trains_the_checkpoints_own_prior_and_keeps_the_rest(smoke_chec
         (["--forward-finetune", "--forward-width", "16"], "--forward-finetune keeps the prior's width"),
         (["--forward-rollout", "0"], "--forward-rollout=0; expected an integer >= 1"),
         (["--fast-decoder-steps", "-1"], "--fast-decoder-steps=-1; expected an integer >= 0"),
+        (["--drawer-effector"], "--drawer-effector needs --drawer-steps"),
+        (["--drawer-steps", "-2"], "--drawer-steps=-2; expected an integer >= 0"),
     ],
 )
 def test_bad_refit_arguments_are_refused(tmp_path, bad, message):
@@ -174,3 +176,21 @@ def test_agent_heads_are_given_to_a_checkpoint_made_before_them_and_the_rest_kep
         [sys.executable, str(SCRIPT), *args[:-4], "--agent-rollout-steps", "2"], capture_output=True, text=True
     )
     assert refused.returncode != 0 and "--agent-rollout-steps=2 needs --agent-steps" in refused.stderr
+
+
+@pytest.mark.slow
+def test_the_drawer_alone_is_drawn_anew_told_the_effector(smoke_checkpoint, smoke_data, tmp_path):
+    data_dir = Path(smoke_data[0]).parent
+    out = tmp_path / "drawer"
+    args = ["--checkpoint", str(smoke_checkpoint), "--recipe", "smoke", "--data-dir", str(data_dir), "--out", str(out)]
+    args += ["--fast-decoder-steps", "0", "--drawer-steps", "2", "--drawer-effector", "--forward-rollout", "2"]
+    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    assert report["drawer_loss"] > 0
+    before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
+    assert after.network.config.object_effector_maps and after.network.object_pose.tells_effector
+    old, new = before.network.state_dict(), after.network.state_dict()
+    for name in new:
+        if not name.startswith("object_pose.drawer."):  # the block's other parts and everything else kept
+            torch.testing.assert_close(new[name], old[name], rtol=0, atol=0)

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from cosmos_robot.model.object_pose import MEMORY_WIDTH
+from cosmos_robot.model.object_pose import EFFECTOR_MAPS, MAPS_PER_EFFECTOR, MEMORY_WIDTH, POSE_MAPS
 from cosmos_robot.model.stems import latent_grids
+from cosmos_robot.object_pose_training import drawer_from_prior
 from cosmos_robot.pixel_residual import CHANGE_LEVELS
 from cosmos_robot.world_model import POLICY_GUIDANCE, WorldActionModel
 from tests.golden.make_default_outputs import record_inputs
@@ -272,6 +273,38 @@ def test_the_carried_block_changes_the_frames_only_and_is_read_again_after_steps
     # Latents without the block's part are refused by a model that carries it.
     with pytest.raises(ValueError, match="latents has shape"):
         model.forward_dynamics(frames[:1], actions[:1], "point", latents=plain.latents)
+
+
+def test_a_drawer_told_the_effector_is_given_its_places_step_after_step(model, episode):
+    frames, states, actions = episode
+    objects = model.network.object_pose
+    drawer = objects.drawer
+    told = drawer_from_prior(model.network.forward_prior, tell_effector=True)
+    given = []
+    draw = told.forward
+
+    def spy(grid, state, action, domain, extra=None):
+        given.append(extra.clone())
+        return draw(grid, state, action, domain, extra)
+
+    told.forward = spy
+    try:
+        objects.drawer = told
+        out = model.forward_dynamics(frames[:1], actions[:3], "point", states=states[0], rewards=False)
+    finally:
+        objects.drawer = drawer
+    assert out.frames.shape == (1, 3, 64, 64, 3) and len(given) == 3
+    assert all(maps.shape[1] == POSE_MAPS + EFFECTOR_MAPS for maps in given)
+    places = [maps[:, POSE_MAPS:] for maps in given]
+    for now, then in zip(places, places[1:], strict=False):  # where a step leaves the effector, the next starts
+        torch.testing.assert_close(now[:, MAPS_PER_EFFECTOR:], then[:, :MAPS_PER_EFFECTOR])
+    # The map after the last step peaks (within a cell) where the effector map puts the returned state.
+    state = torch.from_numpy(model.processor.states_in("point", out.states[0, -1:])).float()
+    x, y = objects.effector_of(state, model.processor.entry("point").embodiment.domain_id)[0].tolist()
+    side, half = places[-1].shape[-1], objects.half_extent
+    row, col = divmod(int(places[-1][0, MAPS_PER_EFFECTOR].argmax()), side)
+    cell = 2 * half / side
+    assert abs((col + 0.5) * cell - half - x) <= cell and abs(half - (row + 0.5) * cell - y) <= cell
 
 
 def test_forward_dynamics_draws_with_the_fast_decoder_and_reuses_the_reference_decode(model, episode, monkeypatch):

@@ -60,6 +60,9 @@ class ModelConfig:
         object_agent: the object also holds an agent head per embodiment (the agent state's change from the
             state, the action and the carried pose), which a state-only learned env steps instead of the
             forward prior's convolutions; False for checkpoints made before it.
+        object_effector_maps: the object's drawer is also told where the effector is, before and after each
+            step (maps on the latent grid from the effector map of the agent states), as it is told the
+            object's pose; False for checkpoints made before it.
     """
 
     d_model: int = 128
@@ -90,6 +93,7 @@ class ModelConfig:
     object_half_extent: float = 0.22
     object_reward: bool = False
     object_agent: bool = False
+    object_effector_maps: bool = False
 
     def __post_init__(self) -> None:
         if self.forward_block not in FORWARD_BLOCKS:
@@ -101,6 +105,7 @@ class ModelConfig:
             "forward_state_action",
             "object_reward",
             "object_agent",
+            "object_effector_maps",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected true or false")
@@ -157,6 +162,10 @@ class ModelConfig:
             raise ValueError("object_reward=True needs object_pose_domains (the reward reads the object's pose)")
         if self.object_agent and not self.object_pose_domains:
             raise ValueError("object_agent=True needs object_pose_domains (the agent head reads the object's pose)")
+        if self.object_effector_maps and not self.object_pose_domains:
+            raise ValueError(
+                "object_effector_maps=True needs object_pose_domains (the object's drawer is told the effector)"
+            )
         if self.object_pose_domains and not self.forward_prior:
             raise ValueError("object_pose_domains needs forward_prior=True (the prior draws the object)")
         for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight", "object_half_extent"):

@@ -41,7 +41,7 @@ from cosmos_robot.model.config import ModelConfig
 from cosmos_robot.model.forward_prior import ForwardPrior
 from cosmos_robot.model.inverse_prior import InversePrior
 from cosmos_robot.model.mot import MoTBlock, ReasonerCache
-from cosmos_robot.model.object_pose import POSE_MAPS, ObjectPose
+from cosmos_robot.model.object_pose import EFFECTOR_MAPS, POSE_MAPS, ObjectPose
 from cosmos_robot.model.rope import MRoPE, grid_positions, point_positions, temporal_positions, text_positions
 from cosmos_robot.model.stems import (
     DomainLinear,
@@ -137,7 +137,7 @@ class WorldActionNetwork(nn.Module):
                 config.action_width,
                 config.object_pose_domains,
                 config.object_half_extent,
-                self._new_forward_prior(extra_inputs=POSE_MAPS),
+                self._new_forward_prior(extra_inputs=POSE_MAPS + EFFECTOR_MAPS * config.object_effector_maps),
                 reward=config.object_reward,
                 agent=config.object_agent,
             )

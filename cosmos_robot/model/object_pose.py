@@ -42,6 +42,10 @@ POSE_CHANNELS = 3
 # yaw) -- a square block looks the same every quarter turn; the prior reads the pose now and next.
 MAPS_PER_POSE = 5
 POSE_MAPS = 2 * MAPS_PER_POSE
+# Maps per effector place, for a drawer also told the effector (ModelConfig.object_effector_maps): the same
+# Gaussian times (1, column offset, row offset); before and after the step.
+MAPS_PER_EFFECTOR = 3
+EFFECTOR_MAPS = 2 * MAPS_PER_EFFECTOR
 # The Gaussian's width in latent cells (the probe's choice: the block spans about one cell).
 MAP_SIGMA = 0.6
 QUARTER_TURN = math.pi / 2
@@ -80,9 +84,24 @@ def pose_maps(poses: torch.Tensor, side: int, half_extent: float, sigma: float =
     return torch.stack([near, near * dx, near * dy, near * torch.cos(turn), near * torch.sin(turn)], 1)
 
 
-def step_maps(now: torch.Tensor, after: torch.Tensor, side: int, half_extent: float) -> torch.Tensor:
-    """The prior's extra inputs (B, 10, side, side) for a step from pose ``now`` (B, 3) to ``after``."""
-    return torch.cat([pose_maps(now, side, half_extent), pose_maps(after, side, half_extent)], 1)
+def step_maps(
+    now: torch.Tensor,
+    after: torch.Tensor,
+    side: int,
+    half_extent: float,
+    effector: torch.Tensor | None = None,
+    effector_after: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The drawer's extra inputs (B, 10, side, side) for a step from pose ``now`` (B, 3) to ``after``; given
+    the effector's places before and after the step (B, 2 each), (B, 16, side, side) with theirs after."""
+    maps = [pose_maps(now, side, half_extent), pose_maps(after, side, half_extent)]
+    if (effector is None) != (effector_after is None):
+        raise ValueError("effector and effector_after: expected both or neither")
+    if effector is not None:
+        for place in (effector, effector_after):
+            # A place is a pose without a turn; its turn maps are left out.
+            maps.append(pose_maps(torch.cat([place, place.new_zeros(len(place), 1)], 1), side, half_extent)[:, :3])
+    return torch.cat(maps, 1)
 
 
 class PoseReadout(nn.Module):
@@ -148,7 +167,8 @@ class ObjectPose(nn.Module):
         action_width: the shared (padded) action width.
         domains: the embodiment ids whose data record the object's pose.
         half_extent: half the side of the square the camera sees, in metres (the maps' geometry).
-        drawer: the prior that draws the grid told the pose (``extra_inputs`` = :data:`POSE_MAPS`).
+        drawer: the prior that draws the grid told the pose (``extra_inputs`` = :data:`POSE_MAPS`; plus
+            :data:`EFFECTOR_MAPS` for one also told the effector).
         hidden: width of the MLPs.
         reward: also hold a goal readout and a reward head per embodiment (:meth:`rewards`): the learned
             env's reward and success from the carried pose, the goal and the effector.
@@ -172,8 +192,11 @@ class ObjectPose(nn.Module):
         super().__init__()
         if not domains:
             raise ValueError("domains=(); expected the embodiment ids that carry an object pose")
-        if drawer.extra_inputs != POSE_MAPS:
-            raise ValueError(f"drawer.extra_inputs={drawer.extra_inputs}; expected {POSE_MAPS} (the pose maps)")
+        if drawer.extra_inputs not in (POSE_MAPS, POSE_MAPS + EFFECTOR_MAPS):
+            raise ValueError(
+                f"drawer.extra_inputs={drawer.extra_inputs}; expected {POSE_MAPS} (the pose maps) or "
+                f"{POSE_MAPS + EFFECTOR_MAPS} (and the effector's)"
+            )
         self.domains = tuple(int(d) for d in domains)
         # A copy of the forward prior that reads the pose maps and draws the frames; the prior itself is
         # left as trained, for the agent state and for the MoT that was trained on its rollouts.
@@ -215,6 +238,20 @@ class ObjectPose(nn.Module):
         self.agent = None
         for name in ("agent_mean", "agent_std", "agent_scale"):
             self._buffers.pop(name, None)
+
+    @property
+    def tells_effector(self) -> bool:
+        """Whether the drawer is also told the effector's places (:func:`step_maps` with the effector)."""
+        return self.drawer.extra_inputs == POSE_MAPS + EFFECTOR_MAPS
+
+    def drawer_maps(
+        self, memory: torch.Tensor, effector: torch.Tensor, effector_after: torch.Tensor, side: int
+    ) -> torch.Tensor:
+        """The drawer's extra inputs for the step that took the memory to ``memory`` (B, 10: the pose before and
+        after it) and the effector from ``effector`` to ``effector_after`` (B, 2), on a ``side``-cell grid."""
+        if not self.tells_effector:
+            return step_maps(memory[:, :3], memory[:, 3:6], side, self.half_extent)
+        return step_maps(memory[:, :3], memory[:, 3:6], side, self.half_extent, effector, effector_after)
 
     @property
     def has_agent(self) -> bool:

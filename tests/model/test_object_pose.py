@@ -10,6 +10,8 @@ import torch
 
 from cosmos_robot.model.forward_prior import ForwardPrior
 from cosmos_robot.model.object_pose import (
+    EFFECTOR_MAPS,
+    MAPS_PER_EFFECTOR,
     MAPS_PER_POSE,
     MEMORY_WIDTH,
     POSE_MAPS,
@@ -39,6 +41,30 @@ def test_maps_peak_at_the_cell_under_the_pose_and_carry_its_offset_and_quarter_t
     both = step_maps(poses, poses.flip(0), 8, HALF)
     assert both.shape == (2, POSE_MAPS, 8, 8)
     torch.testing.assert_close(both[0, MAPS_PER_POSE:], maps[1])
+
+
+def test_a_drawer_told_the_effector_gets_its_places_after_the_poses():
+    poses = torch.tensor([[0.0, 0.0, 0.3], [0.1, -0.1, 0.0]])
+    # The effector one cell right of the first block, then on the cell (2, 5) of the first test.
+    before, after = torch.tensor([[0.05, 0.0], [0.1, -0.1]]), torch.tensor([[0.075, 0.075], [0.075, 0.075]])
+    maps = step_maps(poses, poses, 8, HALF, before, after)
+    assert maps.shape == (2, POSE_MAPS + EFFECTOR_MAPS, 8, 8)
+    torch.testing.assert_close(maps[:, :POSE_MAPS], step_maps(poses, poses, 8, HALF))
+    places = maps[:, POSE_MAPS:]
+    assert divmod(int(places[0, MAPS_PER_EFFECTOR].argmax()), 8) == (2, 5)
+    as_poses = pose_maps(torch.cat([before, torch.zeros(2, 1)], 1), 8, HALF)[:, :MAPS_PER_EFFECTOR]
+    torch.testing.assert_close(places[:, :MAPS_PER_EFFECTOR], as_poses)
+    with pytest.raises(ValueError, match="both or neither"):
+        step_maps(poses, poses, 8, HALF, before)
+    drawer = ForwardPrior(4, 3, 2, 2, width=8, extra_inputs=POSE_MAPS + EFFECTOR_MAPS)
+    objects = ObjectPose(4, 3, 2, (0,), HALF, drawer)
+    assert objects.tells_effector
+    memory = torch.cat([poses, poses, torch.zeros(2, 4)], 1)
+    torch.testing.assert_close(objects.drawer_maps(memory, before, after, 8), maps)
+    plain = ObjectPose(4, 3, 2, (0,), HALF, ForwardPrior(4, 3, 2, 2, width=8, extra_inputs=POSE_MAPS))
+    assert not plain.tells_effector and plain.drawer_maps(memory, before, after, 8).shape[1] == POSE_MAPS
+    with pytest.raises(ValueError, match="extra_inputs=3"):
+        ObjectPose(4, 3, 2, (0,), HALF, ForwardPrior(4, 3, 2, 2, width=8, extra_inputs=3))
 
 
 def test_block_frame_turns_back_and_fold_keeps_a_quarter_turn():
