@@ -106,8 +106,8 @@ PREVIOUS_DEFAULT_TRAIN: dict[str, Any] = MOT_ONLY_TRAIN | {
 # 8-step rollouts, 700 steps (without it the pusher vanished where it crossed the goal disc); the action
 # prior alone, 6000 steps of 64 windows (beside 2500 MoT steps it saw too few and arm2's policy fell to
 # 0.50, docs/results.md); 2800 MoT steps. ~58 minutes (docs/results.md, "The 60-minute default"), and
-# ~11 more for the block's pose carried beside the grid (readout, effector maps, push MLPs, the drawer;
-# docs/model.md), which takes the recipe past the 60-minute budget.
+# ~11 more for the block's pose carried beside the grid (readout, effector maps, push MLPs, the drawer told
+# the effector's places too; docs/model.md), which takes the recipe past the 60-minute budget.
 DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "steps": 2800,
     "fast_decoder_steps": 1500,
@@ -129,6 +129,7 @@ DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
         "forward_block": "relu",
         "forward_bfloat16": True,
         "forward_warp": True,
+        "object_effector_maps": True,
     },
 }
 

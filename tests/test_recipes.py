@@ -41,6 +41,7 @@ def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_ste
         "forward_block": "relu",
         "forward_bfloat16": True,
         "forward_warp": True,
+        "object_effector_maps": True,  # the block's drawer told where the effector is
     }
     assert train["forward_finetune_steps"] > 0 and train["forward_finetune_rollout"] == 8
     assert train["forward_state_steps"] > 0  # the state head refitted with its linear action term
