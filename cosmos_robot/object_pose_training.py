@@ -378,7 +378,8 @@ def fit_drawer(
     progress: bool = True,
 ) -> float:
     """Make the object's drawer a fresh copy of the trained forward prior (:func:`drawer_from_prior`: a drawer
-    built with the network starts untrained) and train it ``steps`` steps on ``rollout``-action sequences
+    built with the network starts untrained), told the effector where ``network.config.object_effector_maps``
+    says, and train it ``steps`` steps on ``rollout``-action sequences
     teacher-forced with the recorded poses (and effector places, for a drawer told them); returns the last
     loss. The sequences of an embodiment without the object get its maps at zero."""
     objects = network.object_pose
@@ -387,7 +388,7 @@ def fit_drawer(
     config = network.config
     names = carried_embodiments(objects, data)
     poses, known = _rows_poses(data, "train", names)
-    tell_effector = objects.tells_effector
+    tell_effector = config.object_effector_maps
     places = _rows_effector(data, "train", names) if tell_effector else None
     objects.drawer = drawer_from_prior(network.forward_prior, tell_effector)
     prior = objects.drawer
@@ -403,12 +404,11 @@ def fit_drawer(
         seq = poses[rows]
         told = known[rows].all(1)
         now, after = seq[:, :-1].flatten(0, 1), seq[:, 1:].flatten(0, 1)
-        if places is None:
-            maps = step_maps(now, after, side, objects.half_extent)
-        else:
-            where = places[rows]
-            where_now, where_after = where[:, :-1].flatten(0, 1), where[:, 1:].flatten(0, 1)
-            maps = step_maps(now, after, side, objects.half_extent, where_now, where_after)
+        told_places = None if places is None else places[rows]
+        where = (
+            (None, None) if places is None else (told_places[:, :-1].flatten(0, 1), told_places[:, 1:].flatten(0, 1))
+        )
+        maps = step_maps(now, after, side, objects.half_extent, *where)
         maps = maps.view(batch_size, rollout, channels, side, side) * told[:, None, None, None, None]
         actions = batch.actions * batch.action_channels[:, None]
         state = batch.states[:, 0] * batch.state_channels

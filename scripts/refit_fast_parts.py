@@ -62,7 +62,6 @@ from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.object_pose_training import (
     attach_object_pose,
-    drawer_from_prior,
     fit_drawer,
     fit_object_pose,
     object_embodiments,
@@ -280,8 +279,7 @@ def main() -> None:
         network = checkpoint.network.float()
         if network.object_pose is None:
             raise SystemExit("--drawer-steps: the model carries no block (give it one: --object-fit-steps)")
-        # fit_drawer copies the prior into a drawer of the object's kind: make the object that kind first.
-        network.object_pose.drawer = drawer_from_prior(network.forward_prior, args.drawer_effector)
+        # fit_drawer draws the drawer anew, of the kind the config names.
         network.config = ModelConfig.from_dict(
             network.config.to_dict() | {"object_effector_maps": args.drawer_effector}
         )

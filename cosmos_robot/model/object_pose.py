@@ -71,17 +71,27 @@ def block_frame(vectors: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
     return torch.stack([c * vectors[:, 0] + s * vectors[:, 1], c * vectors[:, 1] - s * vectors[:, 0]], -1)
 
 
-def pose_maps(poses: torch.Tensor, side: int, half_extent: float, sigma: float = MAP_SIGMA) -> torch.Tensor:
-    """Poses (B, 3: x, y metres, yaw) -> maps (B, 5, side, side) on the latent grid of a top-down camera
-    that sees the square ``[-half_extent, half_extent]^2`` edge to edge (x right, y up)."""
-    col = (poses[:, 0] / half_extent + 1.0) * side / 2 - 0.5
-    row = (1.0 - poses[:, 1] / half_extent) * side / 2 - 0.5
-    cells = torch.arange(side, dtype=poses.dtype, device=poses.device)
+def _place_maps(
+    places: torch.Tensor, side: int, half_extent: float, sigma: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Places (B, 2: x, y metres) -> a Gaussian round each place's cell and it times the column and row
+    offsets (B, side, side each), on the latent grid of a top-down camera that sees ``[-half_extent,
+    half_extent]^2`` edge to edge (x right, y up)."""
+    col = (places[:, 0] / half_extent + 1.0) * side / 2 - 0.5
+    row = (1.0 - places[:, 1] / half_extent) * side / 2 - 0.5
+    cells = torch.arange(side, dtype=places.dtype, device=places.device)
     rows, cols = torch.meshgrid(cells, cells, indexing="ij")
     dx, dy = cols[None] - col[:, None, None], rows[None] - row[:, None, None]
     near = torch.exp(-(dx**2 + dy**2) / (2 * sigma**2))
+    return near, near * dx, near * dy
+
+
+def pose_maps(poses: torch.Tensor, side: int, half_extent: float, sigma: float = MAP_SIGMA) -> torch.Tensor:
+    """Poses (B, 3: x, y metres, yaw) -> maps (B, 5, side, side) on the latent grid of a top-down camera
+    that sees the square ``[-half_extent, half_extent]^2`` edge to edge (x right, y up)."""
+    near, near_dx, near_dy = _place_maps(poses[:, :2], side, half_extent, sigma)
     turn = 4.0 * poses[:, 2, None, None]
-    return torch.stack([near, near * dx, near * dy, near * torch.cos(turn), near * torch.sin(turn)], 1)
+    return torch.stack([near, near_dx, near_dy, near * torch.cos(turn), near * torch.sin(turn)], 1)
 
 
 def step_maps(
@@ -98,9 +108,8 @@ def step_maps(
     if (effector is None) != (effector_after is None):
         raise ValueError("effector and effector_after: expected both or neither")
     if effector is not None:
-        for place in (effector, effector_after):
-            # A place is a pose without a turn; its turn maps are left out.
-            maps.append(pose_maps(torch.cat([place, place.new_zeros(len(place), 1)], 1), side, half_extent)[:, :3])
+        for place in (effector, effector_after):  # a place has no turn: the pose maps' first three
+            maps.append(torch.stack(_place_maps(place, side, half_extent, MAP_SIGMA), 1))
     return torch.cat(maps, 1)
 
 
@@ -249,9 +258,9 @@ class ObjectPose(nn.Module):
     ) -> torch.Tensor:
         """The drawer's extra inputs for the step that took the memory to ``memory`` (B, 10: the pose before and
         after it) and the effector from ``effector`` to ``effector_after`` (B, 2), on a ``side``-cell grid."""
-        if not self.tells_effector:
-            return step_maps(memory[:, :3], memory[:, 3:6], side, self.half_extent)
-        return step_maps(memory[:, :3], memory[:, 3:6], side, self.half_extent, effector, effector_after)
+        told = self.tells_effector
+        places = (effector, effector_after) if told else (None, None)
+        return step_maps(memory[:, :3], memory[:, 3:6], side, self.half_extent, *places)
 
     @property
     def has_agent(self) -> bool:
