@@ -90,10 +90,11 @@ def roll_agent(objects: ObjectPose, record: AgentRecord, rows: torch.Tensor, ste
     for k in range(steps):
         action = record.pushes.actions[rows + k]
         change = objects.agent_change(objects.agent_features(state, memory, effector, action), domain)
-        state = (state + change) * record.channels
-        effector_after = objects.effector_of(state, domain)
-        memory = objects.step(memory, effector, effector_after, action, domain)
-        effector = effector_after
+        state_after = (state + change) * record.channels
+        effector_after = objects.effector_of(state_after, domain)
+        path = objects.path_of(state, state_after, action, domain) if objects.push_path else None
+        memory = objects.step(memory, effector, effector_after, action, domain, path)
+        state, effector = state_after, effector_after
         states.append(state)
     return torch.stack(states, 1)
 

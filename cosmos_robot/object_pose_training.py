@@ -29,7 +29,7 @@ from torch import nn
 from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.push_block import effector_from_state
-from cosmos_robot.envs.push_block_scene import TABLE_HALF
+from cosmos_robot.envs.push_block_scene import CONTROL_HZ, TABLE_HALF
 from cosmos_robot.keys import ACTION, OBS_ENV_STATE, OBS_STATE
 from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss
 from cosmos_robot.model.network import WorldActionNetwork
@@ -45,6 +45,8 @@ from cosmos_robot.model.object_pose import (
 )
 from cosmos_robot.model.stems import latent_grids
 from cosmos_robot.part_training import train_part
+from cosmos_robot.processor import Processor
+from cosmos_robot.push_data import PushEpisodes, simulate_pushes
 
 # A step that moves the block more than this (mm) counts as a push in the report.
 PUSHED_MM = 2.0
@@ -93,7 +95,13 @@ def attach_object_pose(network: WorldActionNetwork, domains: tuple[int, ...], ha
     config = network.config
     drawer = drawer_from_prior(network.forward_prior, config.object_effector_maps)
     network.object_pose = ObjectPose(
-        config.latent_channels, config.state_width, config.action_width, domains, half_extent, drawer
+        config.latent_channels,
+        config.state_width,
+        config.action_width,
+        domains,
+        half_extent,
+        drawer,
+        push_path=config.object_push_path,
     ).to(next(network.forward_prior.parameters()).device)
     network.config = dataclasses.replace(config, object_pose_domains=tuple(domains), object_half_extent=half_extent)
 
@@ -117,12 +125,15 @@ def _rows_poses(data: TrainingSet, split: str, names: list[str]) -> tuple[torch.
 @dataclasses.dataclass(frozen=True)
 class PushRecord:
     """One embodiment's recorded pushes: poses (N, 3), effectors (N, 2, by the robot's kinematics),
-    normalised actions (N, action_width) and each episode's [start, end) rows."""
+    normalised actions (N, action_width), each episode's [start, end) rows, and the effector's path inside
+    the step from each row (N, 4: its place half way and where the action commanded it, by the kinematics;
+    :meth:`ObjectPose.path_of`)."""
 
     poses: torch.Tensor
     effector: torch.Tensor
     actions: torch.Tensor
     bounds: list[tuple[int, int]]
+    path: torch.Tensor
 
     @functools.cached_property
     def _previous(self) -> torch.Tensor:
@@ -141,17 +152,80 @@ class PushRecord:
         return rows, (self.poses[rows + steps, :2] - self.poses[rows, :2]).norm(dim=-1) * 1000.0
 
 
+def _effector_path(name: str, states: np.ndarray, actions: np.ndarray, bounds: list[tuple[int, int]]) -> np.ndarray:
+    """The effector's place half way through each row's step and where its action (a velocity held one control
+    period) commanded it (N, 4), by the robot's kinematics, from raw states (N, S) and actions (N, A)."""
+    following = np.arange(len(states)) + 1
+    following[[end - 1 for _, end in bounds]] -= 1  # an episode's last row has no step: its own state
+    halfway = effector_from_state(name, (states + states[following]) / 2)
+    commanded = effector_from_state(name, states + actions / CONTROL_HZ)
+    return np.concatenate([halfway, commanded], 1)
+
+
+def _record(
+    processor: Processor, name: str, states: np.ndarray, actions: np.ndarray, poses: np.ndarray, bounds: list
+) -> PushRecord:
+    """A :class:`PushRecord` of raw states (N, S), raw actions (N, A), poses (N, >= 3) and episode bounds."""
+    return PushRecord(
+        poses=torch.from_numpy(np.asarray(poses, np.float64)[:, :3]).float(),
+        effector=torch.from_numpy(effector_from_state(name, states)).float(),
+        actions=torch.from_numpy(processor.actions_in(name, actions)).float(),
+        bounds=list(bounds),
+        path=torch.from_numpy(_effector_path(name, states, actions, bounds)).float(),
+    )
+
+
 def push_record(data: TrainingSet, name: str, split: str) -> PushRecord:
     """The recorded pushes of embodiment ``name`` in ``split``."""
     episodes = getattr(data.data[name], split).episodes
     states = np.asarray(episodes.data[OBS_STATE], np.float64)
+    actions = np.asarray(episodes.data[ACTION], np.float64)
     ends = [int(end) for end in episodes.episode_ends]
+    bounds = list(zip([0, *ends[:-1]], ends, strict=True))
+    return _record(data.processor, name, states, actions, episodes.data[OBS_ENV_STATE], bounds)
+
+
+def simulated_record(processor: Processor, name: str, episodes: PushEpisodes) -> PushRecord:
+    """Simulated pushes (:func:`cosmos_robot.push_data.simulate_pushes`) as a :class:`PushRecord`."""
+    return _record(processor, name, episodes.states, episodes.actions, episodes.poses, episodes.bounds)
+
+
+def join_records(first: PushRecord, second: PushRecord) -> PushRecord:
+    """One record of both records' episodes."""
+    shift = len(first.poses)
     return PushRecord(
-        poses=torch.from_numpy(np.asarray(episodes.data[OBS_ENV_STATE], np.float64)[:, :3]).float(),
-        effector=torch.from_numpy(effector_from_state(name, states)).float(),
-        actions=torch.from_numpy(data.processor.actions_in(name, np.asarray(episodes.data[ACTION]))).float(),
-        bounds=list(zip([0, *ends[:-1]], ends, strict=True)),
+        poses=torch.cat([first.poses, second.poses]),
+        effector=torch.cat([first.effector, second.effector]),
+        actions=torch.cat([first.actions, second.actions]),
+        bounds=first.bounds + [(start + shift, end + shift) for start, end in second.bounds],
+        path=torch.cat([first.path, second.path]),
     )
+
+
+def command_map(
+    processor: Processor, name: str, state_width: int, action_width: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(gain (action_width, state_width), offset (state_width)) with which ``state + action @ gain + offset`` is
+    the normalised state a normalised action commands: each action channel a velocity of the state channel of
+    the same index, held one control period (a PushBlock robot's velocity actuators)."""
+    entry = processor.entry(name)
+    dims = entry.embodiment.action_dim, entry.embodiment.state_dim
+    if dims[0] != dims[1]:
+        raise ValueError(
+            f"embodiment={name!r}: action_dim={dims[0]}, state_dim={dims[1]}; the commanded place needs one velocity "
+            "per state channel"
+        )
+    # Normalisation is affine: the change of the normalised state is affine in the normalised action.
+    origin = processor.states_out(name, np.zeros((1, state_width)))
+    moved = lambda action: processor.states_in(name, origin + processor.actions_out(name, action) / CONTROL_HZ)  # noqa: E731
+    base = processor.states_in(name, origin)
+    offset = moved(np.zeros((1, action_width))) - base
+    gain = np.zeros((action_width, state_width), np.float32)
+    for k in range(dims[0]):
+        unit = np.zeros((1, action_width))
+        unit[0, k] = 1.0
+        gain[k] = (moved(unit) - base - offset)[0]
+    return torch.from_numpy(gain), torch.from_numpy(offset[0])
 
 
 def _push_examples(record: PushRecord, objects: ObjectPose) -> tuple[torch.Tensor, torch.Tensor]:
@@ -159,8 +233,9 @@ def _push_examples(record: PushRecord, objects: ObjectPose) -> tuple[torch.Tenso
     poses, effector = record.poses, record.effector
     t = torch.cat([torch.arange(start, end - 1) for start, end in record.bounds])
     before = record.before(t)
+    path = record.path[t] if objects.push_path else None
     inputs = objects.push_features(
-        poses[t], poses[before], effector[before], effector[t], effector[t + 1], record.actions[t]
+        poses[t], poses[before], effector[before], effector[t], effector[t + 1], record.actions[t], path
     )
     moved = block_frame(poses[t + 1, :2] - poses[t, :2], fold(poses[t, 2]))
     turned = fold(poses[t + 1, 2] - poses[t, 2])[:, None]
@@ -174,8 +249,9 @@ def roll_pushes(objects: ObjectPose, record: PushRecord, rows: torch.Tensor, ste
     memory = torch.cat([record.poses[before], record.poses[rows], record.effector[before]], 1)
     poses = []
     for k in range(steps):
+        path = record.path[rows + k] if objects.push_path else None
         memory = objects.step(
-            memory, record.effector[rows + k], record.effector[rows + k + 1], record.actions[rows + k], domain
+            memory, record.effector[rows + k], record.effector[rows + k + 1], record.actions[rows + k], domain, path
         )
         poses.append(memory[:, 3:6])
     return torch.stack(poses, 1)
@@ -268,6 +344,8 @@ def fit_object_pose(
     lr: float = 1e-3,
     push_rollout_steps: int = 0,
     progress: bool = True,
+    push_steps: int = 0,
+    simulated_episodes: int = 0,
 ) -> dict[str, float]:
     """Train the object's parts of ``network`` on ``data`` (whose latents are prepared); returns held-out
     errors and the seconds it took.
@@ -285,12 +363,22 @@ def fit_object_pose(
         push_rollout_steps: steps fine-tuning each push MLP on :data:`PUSH_ROLLOUT`-step rollouts of its
             own poses (:func:`fit_push_rollouts`; 0: one-step fitting only).
         progress: show progress bars.
+        push_steps: one-step steps of each push MLP (0: ``fit_steps``).
+        simulated_episodes: state-only episodes per embodiment simulated for the push MLPs beside the data's
+            (:func:`fit_pushes`).
     """
     started = time.perf_counter()
-    if fit_steps < 1 or prior_steps < 0 or push_rollout_steps < 0:
+    counts = {
+        "prior_steps": prior_steps,
+        "push_rollout_steps": push_rollout_steps,
+        "push_steps": push_steps,
+        "simulated_episodes": simulated_episodes,
+    }
+    if fit_steps < 1 or min(counts.values()) < 0:
         raise ValueError(
-            f"fit_steps={fit_steps}, prior_steps={prior_steps}, push_rollout_steps={push_rollout_steps}; "
-            "expected fit_steps >= 1, prior_steps >= 0, push_rollout_steps >= 0"
+            f"fit_steps={fit_steps}, "
+            + ", ".join(f"{k}={v}" for k, v in counts.items())
+            + "; expected fit_steps >= 1 and the others >= 0"
         )
     objects = network.object_pose
     if objects is None:
@@ -313,7 +401,7 @@ def fit_object_pose(
         read = torch.cat([objects.readout.poses(val_grids[i : i + 1024]) for i in range(0, len(val_grids), 1024)])
     report["readout_mm"] = float((read[:, :2] - val_poses[val_known][:, :2]).norm(dim=-1).mean() * 1000.0)
 
-    # 2. Per embodiment: the effector map and the push MLP.
+    # 2. Per embodiment: the effector map, then the push MLP.
     for name, domain in zip(names, domains, strict=True):
         record = push_record(data, name, "train")
         raw = np.asarray(data.data[name].train.episodes.data[OBS_STATE], np.float64)
@@ -329,8 +417,68 @@ def fit_object_pose(
                 (objects.effector_of(states, domain) - effector).norm(dim=-1).mean() * 1e3
             )
 
-        x, y = _push_examples(record, objects)
+    report |= fit_pushes(
+        network, data, push_steps or fit_steps, push_rollout_steps, seed, simulated_episodes, progress=progress
+    )
+
+    # 3. The drawer, told the recorded poses.
+    if prior_steps:
+        report["drawer_loss"] = fit_drawer(network, data, prior_steps, rollout, seed + 3, batch_size, lr, progress)
+    network.eval()
+    report["seconds"] = time.perf_counter() - started
+    return report
+
+
+def fit_pushes(
+    network: WorldActionNetwork,
+    data: TrainingSet,
+    steps: int,
+    rollout_steps: int,
+    seed: int,
+    simulated_episodes: int = 0,
+    progress: bool = True,
+) -> dict[str, float]:
+    """Fit the push MLPs of ``network``'s object afresh, its readout and effector maps as they are; returns
+    held-out errors (mm) and the seconds it took.
+
+    Args:
+        network: a network whose object has trained effector maps.
+        data: the training set (its train split trains, its val split measures).
+        steps: one-step optimiser steps of each push MLP.
+        rollout_steps: steps fine-tuning each on :data:`PUSH_ROLLOUT`-step rollouts of its own poses
+            (:func:`fit_push_rollouts`; 0: one-step fitting only).
+        seed: seeds the fits (the one-step fit ``seed + 2``, the rollouts ``seed + 4``, as before this was
+            split out of :func:`fit_object_pose`) and the simulated episodes' order.
+        simulated_episodes: state-only episodes per embodiment, simulated by
+            :func:`cosmos_robot.push_data.simulate_pushes` (the recipe's mix of demonstrators, seeds of their
+            own), that the push MLPs learn from beside the data's: pushes cost no frames (0: none).
+        progress: show progress bars.
+    """
+    started = time.perf_counter()
+    if steps < 1 or rollout_steps < 0 or simulated_episodes < 0:
+        raise ValueError(
+            f"steps={steps}, rollout_steps={rollout_steps}, simulated_episodes={simulated_episodes}; "
+            "expected steps >= 1, rollout_steps >= 0, simulated_episodes >= 0"
+        )
+    objects = network.object_pose
+    if objects is None:
+        raise ValueError(
+            "the network carries no object (ModelConfig.object_pose_domains is empty); see attach_object_pose"
+        )
+    config = network.config
+    report: dict[str, float] = {}
+    for name in carried_embodiments(objects, data):
+        domain = data.data[name].embodiment.domain_id
         k = objects.domains.index(domain)
+        record = push_record(data, name, "train")
+        if simulated_episodes:
+            simulated = simulate_pushes(name, simulated_episodes, progress=progress)
+            record = join_records(record, simulated_record(data.processor, name, simulated))
+        report[f"{name}_push_train_steps"] = float(sum(end - start - 1 for start, end in record.bounds))
+        if objects.push_path:
+            gain, offset = command_map(data.processor, name, config.state_width, config.action_width)
+            objects.command_gain[k], objects.command_offset[k] = gain, offset
+        x, y = _push_examples(record, objects)
         objects.push_mean[k] = x.mean(0)
         objects.push_std[k] = x.std(0) + 1e-6
 
@@ -338,22 +486,17 @@ def fit_object_pose(
             index = torch.randint(len(x), (512,), generator=rng)
             return (objects.push_change(x[index], domain) - y[index]).pow(2).mean()
 
-        _fit(objects.push[str(domain)], push_loss, fit_steps, 2e-3, seed + 2, f"{name} push", progress)
+        _fit(objects.push[str(domain)], push_loss, steps, 2e-3, seed + 2, f"{name} push", progress)
         with torch.no_grad():
             error = (objects.push_change(x, domain) - y)[:, :2].norm(dim=-1) / PUSH_SCALE[0] * 1000.0
             pushed = y[:, :2].norm(dim=-1) / PUSH_SCALE[0] * 1000.0 > PUSHED_MM
         report[f"{name}_push_mm_pushed"] = float(error[pushed].mean()) if pushed.any() else float("nan")
         held_out = push_record(data, name, "val")
         report[f"{name}_push_h{PUSH_ROLLOUT}_mm"] = push_rollout_mm(objects, held_out, PUSH_ROLLOUT, domain)
-        if push_rollout_steps:
-            fit_push_rollouts(objects, record, domain, PUSH_ROLLOUT, push_rollout_steps, seed + 4, progress)
+        if rollout_steps:
+            fit_push_rollouts(objects, record, domain, PUSH_ROLLOUT, rollout_steps, seed + 4, progress)
             report[f"{name}_push_h{PUSH_ROLLOUT}_mm_rolled"] = push_rollout_mm(objects, held_out, PUSH_ROLLOUT, domain)
-
-    # 3. The drawer, told the recorded poses.
-    if prior_steps:
-        report["drawer_loss"] = fit_drawer(network, data, prior_steps, rollout, seed + 3, batch_size, lr, progress)
-    network.eval()
-    report["seconds"] = time.perf_counter() - started
+    report["push_seconds"] = time.perf_counter() - started
     return report
 
 

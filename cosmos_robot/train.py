@@ -119,6 +119,10 @@ class TrainConfig:
         object_prior_steps: steps training the forward prior to draw the object where its pose says.
         object_push_rollout_steps: steps fine-tuning each push MLP on 16-step rollouts of its own poses
             after its one-step fit (``object_pose_training.fit_push_rollouts``; 0: none).
+        object_push_steps: one-step steps of each push MLP (0: ``object_fit_steps``): more data want more.
+        object_simulated_episodes: state-only episodes per robot simulated in MuJoCo for the push MLPs beside
+            the datasets' (``cosmos_robot.push_data``: the recipe's mix of demonstrators, seeds of their own;
+            no frames, so ~1 s per 100 episodes; 0: the datasets' episodes only).
         object_reward_steps: steps fitting the object's goal readout and each robot's reward head, after
             the object (``object_reward_training``): the learned env's reward and success then come from
             the carried pose instead of the MoT's heads (0: from the MoT's heads).
@@ -181,6 +185,8 @@ class TrainConfig:
     object_fit_steps: int = 0
     object_prior_steps: int = 0
     object_push_rollout_steps: int = 0
+    object_push_steps: int = 0
+    object_simulated_episodes: int = 0
     object_reward_steps: int = 0
     object_agent_steps: int = 0
     object_agent_rollout_steps: int = 0
@@ -215,6 +221,8 @@ class TrainConfig:
             "object_fit_steps",
             "object_prior_steps",
             "object_push_rollout_steps",
+            "object_push_steps",
+            "object_simulated_episodes",
             "object_reward_steps",
             "object_agent_steps",
             "object_agent_rollout_steps",
@@ -243,6 +251,8 @@ class TrainConfig:
         other_object_steps = (
             self.object_prior_steps
             or self.object_push_rollout_steps
+            or self.object_push_steps
+            or self.object_simulated_episodes
             or self.object_reward_steps
             or self.object_agent_steps
             or self.object_agent_rollout_steps
@@ -251,6 +261,8 @@ class TrainConfig:
             raise ValueError(
                 f"object_fit_steps={self.object_fit_steps}, object_prior_steps={self.object_prior_steps}, "
                 f"object_push_rollout_steps={self.object_push_rollout_steps}, "
+                f"object_push_steps={self.object_push_steps}, "
+                f"object_simulated_episodes={self.object_simulated_episodes}, "
                 f"object_reward_steps={self.object_reward_steps}, object_agent_steps={self.object_agent_steps}, "
                 f"object_agent_rollout_steps={self.object_agent_rollout_steps}, forward_steps={self.forward_steps}; "
                 "expected object_fit_steps > 0 and a forward prior (forward_steps > 0) to carry an object, "
@@ -576,6 +588,8 @@ class Trainer:
                 batch_size=min(config.forward_batch, 64),
                 push_rollout_steps=config.object_push_rollout_steps,
                 progress=self.progress and self.rank == 0,
+                push_steps=config.object_push_steps,
+                simulated_episodes=config.object_simulated_episodes,
             )
             if config.object_reward_steps:
                 self.forward_prior["object_reward"] = fit_object_reward(

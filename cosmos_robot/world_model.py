@@ -52,6 +52,7 @@ def default_checkpoint_path() -> Path:
 def _push(
     objects: ObjectPose,
     memory: torch.Tensor,
+    states: tuple[torch.Tensor, torch.Tensor],
     effector: torch.Tensor,
     effector_after: torch.Tensor,
     action: torch.Tensor,
@@ -60,9 +61,11 @@ def _push(
     rewards: list[torch.Tensor],
     success: list[torch.Tensor],
 ) -> torch.Tensor:
-    """The object's memory after a step that moves the effector from ``effector`` to ``effector_after``; where
-    ``scored``, the step's reward and success probability from the object's reward head are appended."""
-    memory = objects.step(memory, effector, effector_after, action, domain)
+    """The object's memory after a step that takes the normalised agent state from ``states[0]`` to
+    ``states[1]`` and the effector from ``effector`` to ``effector_after``; where ``scored``, the step's reward
+    and success probability from the object's reward head are appended."""
+    path = objects.path_of(*states, action, domain) if objects.push_path else None
+    memory = objects.step(memory, effector, effector_after, action, domain, path)
     if scored:
         reward, probability = objects.rewards(memory, effector_after, domain)
         rewards.append(reward)
@@ -526,12 +529,21 @@ class WorldActionModel:
         states, memories, rewards, success = [], [], [], []
         for k in range(horizon):
             features = objects.agent_features(state, memory, effector, actions_in[:, k])
-            state = (state + objects.agent_change(features, domain)) * channels
-            effector_after = objects.effector_of(state, domain)
+            state_after = (state + objects.agent_change(features, domain)) * channels
+            effector_after = objects.effector_of(state_after, domain)
             memory = _push(
-                objects, memory, effector, effector_after, actions_in[:, k], domain, scored, rewards, success
+                objects,
+                memory,
+                (state, state_after),
+                effector,
+                effector_after,
+                actions_in[:, k],
+                domain,
+                scored,
+                rewards,
+                success,
             )
-            effector = effector_after
+            state, effector = state_after, effector_after
             states.append(state)
             memories.append(memory)
         carried = last[:, None].repeat(1, horizon, 1, 1)
@@ -600,7 +612,18 @@ class WorldActionModel:
             if draw:
                 effector_after = objects.effector_of(state_after, domain)
                 action = actions_in[:, k]
-                memory = _push(objects, memory, effector, effector_after, action, domain, scored, rewards, success)
+                memory = _push(
+                    objects,
+                    memory,
+                    (state, state_after),
+                    effector,
+                    effector_after,
+                    action,
+                    domain,
+                    scored,
+                    rewards,
+                    success,
+                )
                 if paint:
                     maps = objects.drawer_maps(memory, effector, effector_after, drawn.shape[-1])
                     drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]

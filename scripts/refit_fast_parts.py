@@ -10,6 +10,11 @@
   ``object_pose_training``), as ``train`` does with ``object_fit_steps``: the pose readout, the effector
   maps and push MLPs fitted (``--object-push-rollout-steps``: then on rollouts of their own poses), the
   prior taught to draw the pose (``--forward-rollout`` actions per sequence);
+- the block's push MLPs alone fitted anew (``--push-steps``, ``--push-rollout-steps``;
+  ``object_pose_training.fit_pushes``), reading the effector's path inside each step with ``--push-path``
+  (``ModelConfig.object_push_path``) and learning from ``--push-simulated-episodes`` state-only episodes per
+  robot beside the data's; the readout, effector maps and drawer kept (the agent heads, which roll the block,
+  want ``--agent-steps`` after it);
 - the block's reward head (``--object-reward-steps``; ``object_reward_training``), as ``train`` does with
   ``object_reward_steps``: a goal readout and a reward and success head per robot, which the learned
   env's reward and success then come from;
@@ -64,6 +69,7 @@ from cosmos_robot.object_pose_training import (
     attach_object_pose,
     fit_drawer,
     fit_object_pose,
+    fit_pushes,
     object_embodiments,
 )
 from cosmos_robot.object_reward_training import attach_object_reward, fit_object_reward
@@ -106,6 +112,12 @@ def main() -> None:
     parser.add_argument(
         "--object-push-rollout-steps", type=int, default=0, help="steps of the push MLPs on 16-step rollouts"
     )
+    parser.add_argument("--push-steps", type=int, default=0, help="fit the block's push MLPs anew, steps (0: no)")
+    parser.add_argument("--push-rollout-steps", type=int, default=0, help="... then on 16-step rollouts, steps")
+    parser.add_argument(
+        "--push-simulated-episodes", type=int, default=0, help="... from this many more state-only episodes per robot"
+    )
+    parser.add_argument("--push-path", action="store_true", help="... reading the effector's path inside a step")
     parser.add_argument("--object-reward-steps", type=int, default=0, help="fit the block's reward head, steps (0: no)")
     parser.add_argument("--agent-steps", type=int, default=0, help="fit the block's agent heads, steps (0: no)")
     parser.add_argument("--agent-rollout-steps", type=int, default=0, help="... then on 16-step rollouts, steps")
@@ -128,11 +140,16 @@ def main() -> None:
         ("agent_steps", 0),
         ("drawer_steps", 0),
         ("agent_rollout_steps", 0),
+        ("push_steps", 0),
+        ("push_rollout_steps", 0),
+        ("push_simulated_episodes", 0),
     ):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
     if args.drawer_effector and not args.drawer_steps:
         parser.error("--drawer-effector needs --drawer-steps (the drawer is drawn anew)")
+    if (args.push_rollout_steps or args.push_simulated_episodes or args.push_path) and not args.push_steps:
+        parser.error("--push-rollout-steps, --push-simulated-episodes and --push-path need --push-steps (the fit)")
     if args.agent_rollout_steps and not args.agent_steps:
         parser.error(
             f"--agent-rollout-steps={args.agent_rollout_steps} needs --agent-steps (the one-step fit comes first)"
@@ -250,6 +267,25 @@ def main() -> None:
             rollout=args.forward_rollout,
             seed=11,
             push_rollout_steps=args.object_push_rollout_steps,
+        )
+        checkpoint.network = network.eval()
+
+    if args.push_steps:
+        network = checkpoint.network.float()
+        if network.object_pose is None:
+            raise SystemExit("--push-steps: the model carries no block (give it one: --object-fit-steps)")
+        config = network.config
+        torch.manual_seed(11)  # the new MLPs' weights
+        network.object_pose.set_push(config.state_width, config.action_width, args.push_path)
+        network.config = ModelConfig.from_dict(config.to_dict() | {"object_push_path": args.push_path})
+        # The seed ``train`` gives the object (its config seed 0, plus 11).
+        report["pushes"] = fit_pushes(
+            network,
+            data,
+            args.push_steps,
+            args.push_rollout_steps,
+            seed=11,
+            simulated_episodes=args.push_simulated_episodes,
         )
         checkpoint.network = network.eval()
 

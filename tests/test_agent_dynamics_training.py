@@ -3,6 +3,8 @@ takes the held-out agent-state error down, rollouts carry the block as the env d
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -90,7 +92,7 @@ def test_rollouts_step_the_state_and_follow_the_actions(carried, fitted):
         flipped = record.pushes.actions.clone()
         flipped[:, :2] = -flipped[:, :2]
         record_flipped = type(record)(
-            type(record.pushes)(record.pushes.poses, record.pushes.effector, flipped, record.pushes.bounds),
+            dataclasses.replace(record.pushes, actions=flipped),
             record.states,
             record.raw,
             record.channels,

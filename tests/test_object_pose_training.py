@@ -3,11 +3,15 @@ the fit learns the effector and the readout, the prior then reads the maps; bad 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from cosmos_robot.datasets.training_set import TrainingSet
+from cosmos_robot.envs.push_block import effector_from_state
+from cosmos_robot.envs.push_block_scene import CONTROL_HZ
 from cosmos_robot.forward_prior_training import train_forward_prior
+from cosmos_robot.keys import ACTION, OBS_STATE
 from cosmos_robot.model.config import ModelConfig, preset
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.object_pose import EFFECTOR_MAPS, POSE_MAPS
@@ -15,9 +19,12 @@ from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.object_pose_training import (
     PUSH_ROLLOUT,
     attach_object_pose,
+    command_map,
     fit_drawer,
     fit_object_pose,
     fit_push_rollouts,
+    fit_pushes,
+    join_records,
     object_embodiments,
     push_record,
     roll_pushes,
@@ -155,3 +162,56 @@ def test_rollout_training_takes_the_carried_pushes_drift_down(prepared, fitted):
     assert not any(p.requires_grad for p in objects.push.parameters())
     with pytest.raises(ValueError, match="rollout=100000"):
         fit_push_rollouts(objects, record, domain, 100_000, steps=1, seed=0, progress=False)
+
+
+def test_the_commanded_state_is_where_the_velocity_takes_the_raw_state_in_one_control_period(prepared):
+    data, network = prepared
+    config = network.config
+    for name in ("point", "arm2"):
+        gain, offset = command_map(data.processor, name, config.state_width, config.action_width)
+        raw_states = np.asarray(data.data[name].train.episodes.data[OBS_STATE], np.float64)[:50]
+        raw_actions = np.asarray(data.data[name].train.episodes.data[ACTION], np.float64)[:50]
+        states = torch.from_numpy(data.processor.states_in(name, raw_states)).double()
+        actions = torch.from_numpy(data.processor.actions_in(name, raw_actions)).double()
+        commanded = data.processor.states_out(name, (states + actions @ gain.double() + offset.double()).numpy())
+        np.testing.assert_allclose(commanded, raw_states + raw_actions / CONTROL_HZ, atol=1e-5)
+        record = push_record(data, name, "train")
+        start, end = record.bounds[0]
+        np.testing.assert_allclose(
+            record.path[start, 2:].numpy(),
+            effector_from_state(name, raw_states[:1] + raw_actions[:1] / CONTROL_HZ)[0],
+            atol=1e-6,
+        )
+
+
+def test_push_mlps_refitted_with_the_path_and_simulated_episodes(prepared, fitted):
+    data = prepared[0]
+    config = ModelConfig.from_dict(fitted[0].config.to_dict() | {"object_push_path": True})
+    network = WorldActionNetwork(config)
+    state = {k: v for k, v in fitted[0].state_dict().items() if not k.startswith("object_pose.push")}
+    network.load_state_dict(state, strict=False)  # the readout and effector maps as fitted, new push MLPs
+    objects = network.object_pose
+    assert objects.push_path and objects.command_gain.abs().sum() == 0
+    plain = fit_pushes(fitted[0], data, steps=3, rollout_steps=0, seed=0, progress=False)
+    report = fit_pushes(network, data, steps=40, rollout_steps=2, seed=0, simulated_episodes=4, progress=False)
+    assert objects.command_gain.abs().sum() > 0  # set from the data's statistics
+    for name in ("point", "arm2"):
+        # The simulated episodes' steps are learned from beside the data's.
+        assert report[f"{name}_push_train_steps"] > plain[f"{name}_push_train_steps"] + 4
+        assert np.isfinite(report[f"{name}_push_h{PUSH_ROLLOUT}_mm_rolled"])
+    reloaded = WorldActionNetwork(network.config)
+    reloaded.load_state_dict(network.state_dict())  # the config says the MLPs' shape
+    torch.testing.assert_close(reloaded.object_pose.command_gain, objects.command_gain)
+    with pytest.raises(ValueError, match="simulated_episodes=-1"):
+        fit_pushes(network, data, steps=1, rollout_steps=0, seed=0, simulated_episodes=-1, progress=False)
+
+
+def test_joined_records_keep_each_episode_apart(prepared):
+    data = prepared[0]
+    first, second = push_record(data, "point", "train"), push_record(data, "point", "val")
+    joined = join_records(first, second)
+    assert len(joined.poses) == len(first.poses) + len(second.poses) == len(joined.path)
+    assert len(joined.bounds) == len(first.bounds) + len(second.bounds)
+    assert joined.bounds[len(first.bounds)] == (len(first.poses), len(first.poses) + second.bounds[0][1])
+    rows = torch.tensor([s for s, _ in joined.bounds])
+    assert torch.equal(joined.before(rows), rows)  # every episode starts at rest

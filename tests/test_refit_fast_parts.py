@@ -18,6 +18,16 @@ from cosmos_robot.model.network import WorldActionNetwork
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "refit_fast_parts.py"
 
 
+def _refit(checkpoint: Path, smoke_data: list, out: Path, *options: str) -> dict:
+    """Run the script on ``checkpoint`` with the smoke recipe's data and ``options``; its report."""
+    data_dir = Path(smoke_data[0]).parent
+    args = ["--checkpoint", str(checkpoint), "--recipe", "smoke", "--data-dir", str(data_dir), "--out", str(out)]
+    args += ["--fast-decoder-steps", "0", *options]
+    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout[result.stdout.index("{") :])
+
+
 @pytest.mark.slow
 def test_refit_replaces_the_prior_and_adds_a_fast_decoder(smoke_checkpoint, smoke_data, tmp_path):
     data_dir = Path(smoke_data[0]).parent
@@ -74,6 +84,8 @@ def test_finetune_trains_the_checkpoints_own_prior_and_keeps_the_rest(smoke_chec
         (["--fast-decoder-steps", "-1"], "--fast-decoder-steps=-1; expected an integer >= 0"),
         (["--drawer-effector"], "--drawer-effector needs --drawer-steps"),
         (["--drawer-steps", "-2"], "--drawer-steps=-2; expected an integer >= 0"),
+        (["--push-path"], "--push-path need --push-steps"),
+        (["--push-steps", "3", "--push-simulated-episodes", "-1"], "--push-simulated-episodes=-1; expected"),
     ],
 )
 def test_bad_refit_arguments_are_refused(tmp_path, bad, message):
@@ -180,13 +192,10 @@ def test_agent_heads_are_given_to_a_checkpoint_made_before_them_and_the_rest_kep
 
 @pytest.mark.slow
 def test_the_drawer_alone_is_drawn_anew_told_the_effector(smoke_checkpoint, smoke_data, tmp_path):
-    data_dir = Path(smoke_data[0]).parent
     out = tmp_path / "drawer"
-    args = ["--checkpoint", str(smoke_checkpoint), "--recipe", "smoke", "--data-dir", str(data_dir), "--out", str(out)]
-    args += ["--fast-decoder-steps", "0", "--drawer-steps", "2", "--drawer-effector", "--forward-rollout", "2"]
-    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads(result.stdout[result.stdout.index("{") :])
+    report = _refit(
+        smoke_checkpoint, smoke_data, out, "--drawer-steps", "2", "--drawer-effector", "--forward-rollout", "2"
+    )
     assert report["drawer_loss"] > 0
     before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
     assert after.network.config.object_effector_maps and after.network.object_pose.tells_effector
@@ -194,3 +203,21 @@ def test_the_drawer_alone_is_drawn_anew_told_the_effector(smoke_checkpoint, smok
     for name in new:
         if not name.startswith("object_pose.drawer."):  # the block's other parts and everything else kept
             torch.testing.assert_close(new[name], old[name], rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_the_push_mlps_alone_are_fitted_anew_reading_the_path_from_simulated_episodes_too(
+    smoke_checkpoint, smoke_data, tmp_path
+):
+    out = tmp_path / "pushes"
+    options = ["--push-steps", "20", "--push-rollout-steps", "2", "--push-simulated-episodes", "3", "--push-path"]
+    report = _refit(smoke_checkpoint, smoke_data, out, *options)
+    assert {"point_push_h16_mm_rolled", "arm2_push_train_steps", "push_seconds"} <= set(report["pushes"])
+    before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
+    assert after.network.config.object_push_path and after.network.object_pose.push_path
+    assert after.network.object_pose.command_gain.abs().sum() > 0
+    old, new = before.network.state_dict(), after.network.state_dict()
+    assert old["object_pose.push_mean"].shape[1] + 6 == new["object_pose.push_mean"].shape[1]
+    for name in old:
+        if not name.startswith(("object_pose.push.", "object_pose.push_m", "object_pose.push_s")):
+            torch.testing.assert_close(new[name], old[name], rtol=0, atol=0)  # the rest kept

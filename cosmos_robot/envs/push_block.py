@@ -33,51 +33,53 @@ def validate_image_size(name: str, value: int) -> int:
 class PushBlockEnv(gym.Env):
     """Push a red block onto a green goal disc on a table, seen from above.
 
-    Two embodiments share the scene and differ only in the agent and its action layout.
+        Two embodiments share the scene and differ only in the agent and its action layout.
 
-    ## Action Space
-    Velocity commands, tracked by stiff MuJoCo velocity servos (kv=200 for the disc, kv=20 for the
-    arm's light links), so the realised motion over a control step is the commanded one and actions
-    can be read back from video (with force control and inertia a frame pair would show the velocity,
-    not the command).
+        ## Action Space
+        Velocity commands, tracked by stiff MuJoCo velocity servos (kv=200 for the disc, kv=20 for the
+        arm's light links), so the realised motion over a control step is the commanded one and actions
+        can be read back from video (with force control and inertia a frame pair would show the velocity,
+        not the command).
 
-    | embodiment | index | action                       | min  | max | unit  |
-    |------------|-------|------------------------------|------|-----|-------|
-    | point      | 0     | pusher x velocity            | -0.3 | 0.3 | m/s   |
-    | point      | 1     | pusher y velocity            | -0.3 | 0.3 | m/s   |
-    | arm2       | 0     | shoulder joint velocity      | -1.5 | 1.5 | rad/s |
-    | arm2       | 1     | elbow joint velocity         | -1.5 | 1.5 | rad/s |
+        | embodiment | index | action                       | min  | max | unit  |
+        |------------|-------|------------------------------|------|-----|-------|
+        | point      | 0     | pusher x velocity            | -0.3 | 0.3 | m/s   |
+        | point      | 1     | pusher y velocity            | -0.3 | 0.3 | m/s   |
+        | arm2       | 0     | shoulder joint velocity      | -1.5 | 1.5 | rad/s |
+        | arm2       | 1     | elbow joint velocity         | -1.5 | 1.5 | rad/s |
 
-    Actions outside the box are clipped by the actuators' control range.
+        Actions outside the box are clipped by the actuators' control range.
 
-    ## Observation Space
-    ``Dict(pixels=Box(0, 255, (height, width, 3), uint8), agent_pos=Box(float32))``: the top-down
-    camera image (64x64 by default; the camera sees the 0.44 m table, 6.9 mm per pixel) and the
-    agent's own state: pusher (x, y) in metres for ``point``; (shoulder, elbow) angles in radians
-    for ``arm2``. Block pose and goal are not observed directly; they are in the image and, for
-    scripted experts and evaluation, in ``info``.
+        ## Observation Space
+        ``Dict(pixels=Box(0, 255, (height, width, 3), uint8), agent_pos=Box(float32))``: the top-down
+        camera image (64x64 by default; the camera sees the 0.44 m table, 6.9 mm per pixel) and the
+        agent's own state: pusher (x, y) in metres for ``point``; (shoulder, elbow) angles in radians
+        for ``arm2``. Block pose and goal are not observed directly; they are in the image and, for
+        scripted experts and evaluation, in ``info``.
 
-    ## Rewards
-    ``reward = reward_dist + reward_reach + reward_success`` with
-    ``reward_dist = -|block - goal|`` (m), ``reward_reach = -0.1 * |effector - block|`` (m) and
-    ``reward_success = 1`` on a step that ends with the block on the goal. Each term is in ``info``.
+        ## Rewards
+        ``reward = reward_dist + reward_reach + reward_success`` with
+        ``reward_dist = -|block - goal|`` (m), ``reward_reach = -0.1 * |effector - block|`` (m) and
+        ``reward_success = 1`` on a step that ends with the block on the goal. Each term is in ``info``.
 
-    ## Starting State
-    Block uniformly in x in [-0.12, 0.12], y in [-0.10, 0.10] m with a random yaw; goal 8-18 cm away
-    from it in that region; the effector at least 8 cm from the block. Same seed, same start.
+        ## Starting State
+        Block uniformly in x in [-0.12, 0.12], y in [-0.10, 0.10] m with a random yaw; goal 8-18 cm away
+        from it in that region; the effector at least 8 cm from the block. Same seed, same start.
 
-    ## Episode End
-    Terminated when the block centre is within 3 cm of the goal centre (``info["is_success"]``, set on
-    every step). Truncated by the registered ``max_episode_steps`` (80 steps = 8 s).
+        ## Episode End
+        Terminated when the block centre is within 3 cm of the goal centre (``info["is_success"]``, set on
+        every step). Truncated by the registered ``max_episode_steps`` (80 steps = 8 s).
 
-    ## Arguments
-    ``embodiment`` ("point" or "arm2"), ``width``/``height`` (positive multiples of 8, default 64),
-    ``render_mode`` (None or "rgb_array": ``render()`` returns the current camera image).
+        ## Arguments
+        ``embodiment`` ("point" or "arm2"), ``width``/``height`` (positive multiples of 8, default 64),
+        ``render_mode`` (None or "rgb_array": ``render()`` returns the current camera image), ``pixels``
+    (False: the camera is never rendered and observations carry a black frame, for state-only data such as
+    the block's pushes that ``cosmos_robot.push_data`` simulates; stepping is then ~100x faster).
 
-    Control runs at 10 Hz (20 physics steps of 5 ms).
+        Control runs at 10 Hz (20 physics steps of 5 ms).
 
-    ## Version History
-    * v0: initial version.
+        ## Version History
+        * v0: initial version.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": scene.CONTROL_HZ}
@@ -90,6 +92,7 @@ class PushBlockEnv(gym.Env):
         width: int = 64,
         height: int = 64,
         render_mode: str | None = None,
+        pixels: bool = True,
     ) -> None:
         if embodiment not in scene.SCENES:
             raise ValueError(
@@ -101,6 +104,9 @@ class PushBlockEnv(gym.Env):
         self.width = validate_image_size("width", width)
         self.height = validate_image_size("height", height)
         self.render_mode = render_mode
+        if not isinstance(pixels, bool):
+            raise ValueError(f"pixels={pixels!r}; expected True (render the camera) or False (a black frame)")
+        self.pixels = pixels
 
         require_egl()
         refuse_forked_child("a PushBlock env", resources=("egl",))
@@ -234,7 +240,8 @@ class PushBlockEnv(gym.Env):
         return self._renderer.render()
 
     def _observe(self) -> dict[str, np.ndarray]:
-        self._pixels = self._render()
+        # Without pixels the frame stays black: the observation keeps its space, and no renderer is made.
+        self._pixels = self._render() if self.pixels else np.zeros((self.height, self.width, 3), np.uint8)
         return {PIXELS: self._pixels, AGENT_POS: self.agent_pos()}
 
     def _info(self, success: bool, terms: dict[str, float] | None) -> dict[str, Any]:

@@ -63,6 +63,9 @@ class ModelConfig:
         object_effector_maps: the object's drawer is also told where the effector is, before and after each
             step (maps on the latent grid from the effector map of the agent states), as it is told the
             object's pose; False for checkpoints made before it.
+        object_push_path: the object's push MLPs also read the effector's path inside each step (where the
+            action commanded it, and its place half way), from the effector map of the agent states; False for
+            checkpoints made before it.
     """
 
     d_model: int = 128
@@ -94,6 +97,7 @@ class ModelConfig:
     object_reward: bool = False
     object_agent: bool = False
     object_effector_maps: bool = False
+    object_push_path: bool = False
 
     def __post_init__(self) -> None:
         if self.forward_block not in FORWARD_BLOCKS:
@@ -106,6 +110,7 @@ class ModelConfig:
             "object_reward",
             "object_agent",
             "object_effector_maps",
+            "object_push_path",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected true or false")
@@ -166,6 +171,8 @@ class ModelConfig:
             raise ValueError(
                 "object_effector_maps=True needs object_pose_domains (the object's drawer is told the effector)"
             )
+        if self.object_push_path and not self.object_pose_domains:
+            raise ValueError("object_push_path=True needs object_pose_domains (the push MLPs carry the object)")
         if self.object_pose_domains and not self.forward_prior:
             raise ValueError("object_pose_domains needs forward_prior=True (the prior draws the object)")
         for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight", "object_half_extent"):

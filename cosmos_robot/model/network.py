@@ -140,6 +140,7 @@ class WorldActionNetwork(nn.Module):
                 self._new_forward_prior(extra_inputs=POSE_MAPS + EFFECTOR_MAPS * config.object_effector_maps),
                 reward=config.object_reward,
                 agent=config.object_agent,
+                push_path=config.object_push_path,
             )
             if config.object_pose_domains
             else None

@@ -52,6 +52,11 @@ QUARTER_TURN = math.pi / 2
 # The push MLP's targets in centimetres and deci-radians: outputs of order one.
 PUSH_SCALE = (100.0, 100.0, 10.0)
 PUSH_FEATURES = 10  # five 2-vectors; the action follows
+# With the effector's path inside the step (ModelConfig.object_push_path), three more 2-vectors in the block's
+# frame: where the commanded velocities would have put the effector without contact, relative to the block and
+# to where it ended (how hard the block held it back), and its place half way through the step (an arm's
+# fingertip moves on an arc, not on the chord between its two places).
+PATH_FEATURES = 6
 # The agent head's inputs beside the state's (3 x state width) and the action: the effector, its motion
 # the step before, the block relative to it (table frame, block frame), the block's turn and place.
 AGENT_FEATURES = 12
@@ -184,6 +189,8 @@ class ObjectPose(nn.Module):
         agent: also hold an agent head per embodiment (:meth:`agent_change`): the agent state's change of a
             step from the state, the action and the carried pose, so that a learned env that returns no
             frames steps MLPs instead of the forward prior's convolutions.
+        push_path: the push MLPs also read the effector's path inside the step (:meth:`path_of`,
+            :data:`PATH_FEATURES`).
     """
 
     def __init__(
@@ -197,6 +204,7 @@ class ObjectPose(nn.Module):
         hidden: int = 256,
         reward: bool = False,
         agent: bool = False,
+        push_path: bool = False,
     ) -> None:
         super().__init__()
         if not domains:
@@ -213,12 +221,8 @@ class ObjectPose(nn.Module):
         self.half_extent = float(half_extent)
         self.readout = PoseReadout(latent_channels, self.half_extent)
         self.effector = nn.ModuleDict({str(d): three_layer_mlp(3 * state_width, 2, hidden) for d in self.domains})
-        push_inputs = PUSH_FEATURES + action_width
-        self.push = nn.ModuleDict({str(d): three_layer_mlp(push_inputs, 3, hidden) for d in self.domains})
-        # Feature normalisation of each push MLP, set from its training data (identity until then).
-        self.register_buffer("push_mean", torch.zeros(len(self.domains), push_inputs))
-        self.register_buffer("push_std", torch.ones(len(self.domains), push_inputs))
         self.register_buffer("push_scale", torch.tensor(PUSH_SCALE))
+        self.set_push(state_width, action_width, push_path, hidden)
         # The reward and success of a step, from where the block, the goal and the effector end up: the MoT's
         # heads read them off drawn frames, where a block near the goal never looked like success.
         self.goal_readout = PoseReadout(latent_channels, self.half_extent) if reward else None
@@ -228,6 +232,26 @@ class ObjectPose(nn.Module):
         self.agent = None
         if agent:
             self.add_agent(state_width, action_width, hidden)
+
+    def set_push(self, state_width: int, action_width: int, push_path: bool, hidden: int = 256) -> None:
+        """Give this object untrained push MLPs (reading the effector's path inside the step if ``push_path``)
+        and their feature normalisation (identity until training sets it); with the path, the map from a
+        state and an action to the state the action commands (zero until
+        :func:`cosmos_robot.object_pose_training.fit_pushes` sets it from the data's statistics)."""
+        inputs = PUSH_FEATURES + PATH_FEATURES * push_path + action_width
+        device = self.push_scale.device
+        self.push_path = bool(push_path)
+        self.push = nn.ModuleDict({str(d): three_layer_mlp(inputs, 3, hidden) for d in self.domains}).to(device)
+        self.register_buffer("push_mean", torch.zeros(len(self.domains), inputs, device=device))
+        self.register_buffer("push_std", torch.ones(len(self.domains), inputs, device=device))
+        for name in ("command_gain", "command_offset"):
+            self._buffers.pop(name, None)
+        if push_path:
+            # The commanded state (normalised) is the state plus action @ gain + offset: the action is a
+            # velocity and normalisation is affine, so one control period's motion is affine in it.
+            n = len(self.domains)
+            self.register_buffer("command_gain", torch.zeros(n, action_width, state_width, device=device))
+            self.register_buffer("command_offset", torch.zeros(n, state_width, device=device))
 
     def add_agent(self, state_width: int, action_width: int, hidden: int = 256) -> None:
         """Give this object an untrained agent head per embodiment (:meth:`agent_change`) and its feature
@@ -317,6 +341,18 @@ class ObjectPose(nn.Module):
         k = self.domains.index(int(domain))
         return self.agent[str(int(domain))]((features - self.agent_mean[k]) / self.agent_std[k]) * self.agent_scale[k]
 
+    def path_of(
+        self, state: torch.Tensor, state_after: torch.Tensor, action: torch.Tensor, domain: int
+    ) -> torch.Tensor:
+        """The effector's path inside a step (B, 4, metres): its place half way from normalised state ``state``
+        to ``state_after`` (B, state_width), and where ``action`` (B, action_width, normalised) commanded it."""
+        if not self.push_path:
+            raise ValueError("this object's push MLPs read no path (ModelConfig.object_push_path=False)")
+        k = self.domains.index(int(domain))
+        commanded = state + action @ self.command_gain[k] + self.command_offset[k]
+        places = self.effector_of(torch.cat([(state + state_after) / 2, commanded]), domain)
+        return torch.cat(places.chunk(2), -1)
+
     def push_features(
         self,
         pose: torch.Tensor,
@@ -325,22 +361,31 @@ class ObjectPose(nn.Module):
         effector: torch.Tensor,
         effector_after: torch.Tensor,
         action: torch.Tensor,
+        path: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The push MLP's inputs (B, 10 + action_width), in the block's frame: the effector relative to the
         block, its motion this step and the step before, the block's motion the step before; then the
-        block's place on the table (the walls) and the normalised action."""
+        block's place on the table (the walls) and the normalised action. With the path (:meth:`path_of`,
+        needed when the MLPs read it), (B, 16 + action_width): the commanded place relative to the block
+        and to ``effector_after``, and the half-way place relative to the block, before the action."""
         yaw = fold(pose[:, 2])
-        return torch.cat(
-            [
-                block_frame(effector - pose[:, :2], yaw),
-                block_frame(effector_after - effector, yaw),
-                block_frame(effector - effector_before, yaw),
-                block_frame(pose[:, :2] - pose_before[:, :2], yaw),
-                pose[:, :2],
-                action,
-            ],
-            -1,
-        )
+        parts = [
+            block_frame(effector - pose[:, :2], yaw),
+            block_frame(effector_after - effector, yaw),
+            block_frame(effector - effector_before, yaw),
+            block_frame(pose[:, :2] - pose_before[:, :2], yaw),
+            pose[:, :2],
+        ]
+        if self.push_path:
+            if path is None:
+                raise ValueError("path=None; these push MLPs read the effector's path (ObjectPose.path_of)")
+            halfway, commanded = path[:, :2], path[:, 2:]
+            parts += [
+                block_frame(commanded - pose[:, :2], yaw),
+                block_frame(commanded - effector_after, yaw),
+                block_frame(halfway - pose[:, :2], yaw),
+            ]
+        return torch.cat([*parts, action], -1)
 
     def push_change(self, features: torch.Tensor, domain: int) -> torch.Tensor:
         """Scaled pose change (B, 3), in the block's frame (the training target), of ``features``."""
@@ -354,13 +399,14 @@ class ObjectPose(nn.Module):
         effector_after: torch.Tensor,
         action: torch.Tensor,
         domain: int,
+        path: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The memory (B, 10) after one step from ``memory`` (B, 10), the effector going from ``effector`` to
         ``effector_after`` (B, 2; :meth:`effector_of` the agent states, which a rollout computes once per
-        step) under ``action`` (B, action_width, normalised)."""
+        step) under ``action`` (B, action_width, normalised); ``path`` (:meth:`path_of`) for MLPs that read it."""
         before, pose, effector_before, goal = memory[:, :3], memory[:, 3:6], memory[:, 6:8], memory[:, 8:10]
         change = self.push_change(
-            self.push_features(pose, before, effector_before, effector, effector_after, action), domain
+            self.push_features(pose, before, effector_before, effector, effector_after, action, path), domain
         )
         change = change / self.push_scale
         moved = block_frame(change[:, :2], -fold(pose[:, 2]))

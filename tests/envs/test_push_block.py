@@ -180,3 +180,32 @@ def test_image_size_is_configurable():
     assert obs["pixels"].shape == (48, 96, 3)
     assert obs["pixels"].any()
     env.close()
+
+
+@pytest.mark.parametrize("embodiment", EMBODIMENTS)
+def test_without_pixels_the_frame_is_black_and_the_physics_the_same(embodiment):
+    def rollout(pixels):
+        env = PushBlockEnv(embodiment, pixels=pixels)
+        obs, _ = env.reset(seed=3)
+        rng = np.random.default_rng(0)
+        observations, poses = [obs], [env.block_pose()]
+        for _ in range(6):
+            obs, *_ = env.step(rng.uniform(env.action_space.low, env.action_space.high).astype(np.float32))
+            observations.append(obs)
+            poses.append(env.block_pose())
+        env.close()
+        return observations, np.stack(poses)
+
+    blind, blind_poses = rollout(False)
+    seen, seen_poses = rollout(True)
+    space = PushBlockEnv(embodiment, pixels=False).observation_space
+    assert all(space.contains(obs) and not obs["pixels"].any() for obs in blind)
+    assert all(obs["pixels"].any() for obs in seen)
+    np.testing.assert_array_equal(np.stack([o["agent_pos"] for o in blind]), np.stack([o["agent_pos"] for o in seen]))
+    np.testing.assert_array_equal(blind_poses, seen_poses)
+    check_env(gym.make(PUSH_BLOCK_IDS[embodiment], pixels=False).unwrapped, skip_render_check=True)
+
+
+def test_pixels_must_be_a_bool():
+    with pytest.raises(ValueError, match="pixels='no'"):
+        PushBlockEnv("point", pixels="no")

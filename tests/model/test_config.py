@@ -34,6 +34,8 @@ def test_unknown_keys_are_rejected():
         ({"forward_block": "gelu"}, "forward_block='gelu'; expected one of norm_gelu, relu"),
         ({"object_effector_maps": 1}, "object_effector_maps=1; expected true or false"),
         ({"object_effector_maps": True}, "object_effector_maps=True needs object_pose_domains"),
+        ({"object_push_path": "yes"}, "object_push_path='yes'; expected true or false"),
+        ({"object_push_path": True}, "object_push_path=True needs object_pose_domains"),
     ],
 )
 def test_bad_values_name_the_field(changes, message):

@@ -14,7 +14,9 @@ from cosmos_robot.model.object_pose import (
     MAPS_PER_EFFECTOR,
     MAPS_PER_POSE,
     MEMORY_WIDTH,
+    PATH_FEATURES,
     POSE_MAPS,
+    PUSH_FEATURES,
     ObjectPose,
     PoseReadout,
     block_frame,
@@ -121,3 +123,34 @@ def test_the_readout_reads_back_its_own_targets_units():
     back = torch.cat([targets[:, :2] / 100.0, torch.atan2(targets[:, 3], targets[:, 2])[:, None] / 4.0], 1)
     torch.testing.assert_close(back, poses)
     assert readout(torch.randn(3, 4, 8, 8)).shape == (3, 4) and readout.poses(torch.randn(3, 4, 8, 8)).shape == (3, 3)
+
+
+def test_push_mlps_that_read_the_path_need_it_and_read_where_the_action_commanded_the_effector():
+    torch.manual_seed(0)
+    drawer = ForwardPrior(4, 3, 2, 2, width=8, extra_inputs=POSE_MAPS)
+    plain = ObjectPose(4, 3, 2, (1,), HALF, drawer)
+    with pytest.raises(ValueError, match="object_push_path=False"):
+        plain.path_of(torch.zeros(1, 3), torch.zeros(1, 3), torch.zeros(1, 2), 1)
+    objects = ObjectPose(4, 3, 2, (1,), HALF, drawer, push_path=True)
+    assert objects.push["1"][0].in_features == plain.push["1"][0].in_features + PATH_FEATURES
+    # An action of one along the first channel commands the state 0.5 further along it.
+    objects.command_gain[0] = torch.tensor([[0.5, 0.0, 0.0], [0.0, 0.5, 0.0]])
+    state, after, action = torch.zeros(2, 3), torch.full((2, 3), 0.2), torch.tensor([[1.0, 0.0], [0.0, 0.0]])
+    path = objects.path_of(state, after, action, 1)
+    torch.testing.assert_close(path[:, :2], objects.effector_of(torch.full((2, 3), 0.1), 1))  # half way
+    torch.testing.assert_close(path[0, 2:], objects.effector_of(torch.tensor([[0.5, 0.0, 0.0]]), 1)[0])
+    torch.testing.assert_close(path[1, 2:], objects.effector_of(state[:1], 1)[0])  # no action: stays
+    memory = torch.zeros(2, MEMORY_WIDTH)
+    effector, effector_after = objects.effector_of(state, 1), objects.effector_of(after, 1)
+    with pytest.raises(ValueError, match="path=None"):
+        objects.step(memory, effector, effector_after, action, 1)
+    features = objects.push_features(memory[:, 3:6], memory[:, :3], effector, effector, effector_after, action, path)
+    assert features.shape == (2, PUSH_FEATURES + PATH_FEATURES + 2)
+    torch.testing.assert_close(features[:, PUSH_FEATURES : PUSH_FEATURES + 2], path[:, 2:])  # block at 0, yaw 0
+    assert objects.step(memory, effector, effector_after, action, 1, path).shape == (2, MEMORY_WIDTH)
+    # Rebuilt without the path, the MLPs and their buffers shrink back.
+    objects.set_push(3, 2, push_path=False)
+    assert (
+        objects.push["1"][0].in_features == plain.push["1"][0].in_features
+        and "command_gain" not in objects.state_dict()
+    )
