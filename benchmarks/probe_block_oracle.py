@@ -6,7 +6,9 @@ and rolls the block open loop for ``--horizon`` steps on held-out windows (the a
 actions given), and on the expert episodes `eval fd` scores (``--fd-episodes`` from ``--fd-seed``: the
 learned env's block error there is the number to set beside it). Side by side: a block that never
 moves, and the oracle trained on half the episodes (how much more data would help). No pixels: the
-learned env also has to draw and detect the block.
+learned env also has to draw and detect the block. ``--simulated-episodes N`` also trains on N state-only
+episodes per robot simulated without the camera (``cosmos_robot.push_data``), as the default recipe's push
+MLPs do; the held-out windows stay the datasets'.
 
     .venv/bin/python benchmarks/probe_block_oracle.py --data data/point_* data/arm2_* --json out/oracle.json
 """
@@ -32,6 +34,7 @@ from cosmos_robot.eval.block_oracle import (  # noqa: E402
     evaluate_block_oracle,
     read_block_episodes,
     score_block_dynamics,
+    simulated_block_episodes,
 )
 from cosmos_robot.eval.fd_fidelity import record_mujoco  # noqa: E402
 from cosmos_robot.seeds import FD_SEED  # noqa: E402
@@ -56,8 +59,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seeds the split and the fit")
     parser.add_argument("--fd-episodes", type=int, default=8, help="expert episodes as `eval fd` scores them")
     parser.add_argument("--fd-seed", type=int, default=FD_SEED, help="their first seed (`eval fd --seed`)")
+    parser.add_argument(
+        "--simulated-episodes",
+        type=int,
+        default=0,
+        help="also train on this many state-only episodes per robot (cosmos_robot.push_data), as the recipe's pushes",
+    )
     parser.add_argument("--json", default=None, help="write the numbers here")
     args = parser.parse_args()
+    if args.simulated_episodes < 0:
+        parser.error(f"--simulated-episodes {args.simulated_episodes}; expected an integer >= 0")
     if args.steps < 1 or args.horizon < 1 or args.fd_episodes < 1:
         parser.error(
             f"--steps {args.steps} --horizon {args.horizon} --fd-episodes {args.fd_episodes}; "
@@ -69,9 +80,10 @@ def main() -> None:
     report = {}
     for embodiment, datasets in sorted(by_embodiment.items()):
         fd = fd_expert_episodes(embodiment, args.fd_episodes, args.fd_seed, args.horizon)
+        extra = simulated_block_episodes(embodiment, args.simulated_episodes) if args.simulated_episodes else []
         for fraction in args.fractions:
             result, model = evaluate_block_oracle(
-                datasets, fraction, steps=args.steps, horizon=args.horizon, seed=args.seed
+                datasets, fraction, steps=args.steps, horizon=args.horizon, seed=args.seed, extra_train=extra
             )
             on_fd = score_block_dynamics(model, fd, args.horizon, moved_mm=0.0)
             report[f"{embodiment}@{fraction:g}"] = asdict(result) | {"fd_expert": on_fd}

@@ -107,7 +107,10 @@ PREVIOUS_DEFAULT_TRAIN: dict[str, Any] = MOT_ONLY_TRAIN | {
 # prior alone, 6000 steps of 64 windows (beside 2500 MoT steps it saw too few and arm2's policy fell to
 # 0.50, docs/results.md); 2800 MoT steps. ~58 minutes (docs/results.md, "The 60-minute default"), and
 # ~11 more for the block's pose carried beside the grid (readout, effector maps, push MLPs, the drawer told
-# the effector's places too; docs/model.md), which takes the recipe past the 60-minute budget.
+# the effector's places too; docs/model.md), which takes the recipe past the 60-minute budget. The push
+# MLPs learn from 7600 more state-only episodes per robot, simulated without the camera (8x the datasets';
+# ~3 minutes more in all with the 12000 one-step steps): the expert block at h16 11 -> 8-9 mm on point, 19-21 ->
+# 14-15 on arm2 (docs/results.md, "More pushes").
 DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "steps": 2800,
     "fast_decoder_steps": 1500,
@@ -119,6 +122,8 @@ DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "object_fit_steps": 3000,
     "object_prior_steps": 800,
     "object_push_rollout_steps": 2000,
+    "object_push_steps": 12000,
+    "object_simulated_episodes": 7600,
     "object_reward_steps": 1500,
     "object_agent_steps": 4000,
     "object_agent_rollout_steps": 1000,

@@ -29,6 +29,7 @@ from torch import nn
 from cosmos_robot.datasets.lerobot_io import grouped_episode_ends, load_lerobot
 from cosmos_robot.envs.push_block import effector_from_state
 from cosmos_robot.model.object_pose import three_layer_mlp
+from cosmos_robot.push_data import simulate_pushes
 
 ENVIRONMENT_STATE = "observation.environment_state"
 POSE_NAMES = ("block_x", "block_y", "block_yaw")
@@ -100,6 +101,23 @@ def read_block_episodes(root: str | os.PathLike) -> list[BlockEpisode]:
     starts = np.concatenate([[0], ends[:-1]])
     return [
         BlockEpisode(states[a:b], actions[a:b], poses[a:b], effector[a:b]) for a, b in zip(starts, ends, strict=True)
+    ]
+
+
+def simulated_block_episodes(embodiment: str, episodes: int, progress: bool = True) -> list[BlockEpisode]:
+    """State-only episodes simulated by :func:`cosmos_robot.push_data.simulate_pushes` (the recipe's mix of
+    demonstrators, seeds of their own), as block episodes: what the learned env's push MLPs learn from
+    beside the datasets' (``TrainConfig.object_simulated_episodes``)."""
+    simulated = simulate_pushes(embodiment, episodes, progress=progress)
+    effector = effector_from_state(embodiment, simulated.states)
+    return [
+        BlockEpisode(
+            simulated.states[a:b].astype(np.float32),
+            simulated.actions[a:b].astype(np.float32),
+            simulated.poses[a:b],
+            effector[a:b],
+        )
+        for a, b in simulated.bounds
     ]
 
 
@@ -242,10 +260,12 @@ def evaluate_block_oracle(
     steps: int = 4000,
     horizon: int = 16,
     seed: int = 0,
+    extra_train: Sequence[BlockEpisode] = (),
 ) -> tuple[BlockOracleResult, BlockDynamics]:
-    """Fit on a ``train_fraction`` of the training episodes of ``datasets`` (one embodiment's), score on
-    the ``held_out`` share of each dataset's episodes (the same split whatever ``train_fraction``);
-    returns the scores and the fitted model."""
+    """Fit on a ``train_fraction`` of the training episodes of ``datasets`` (one embodiment's) and on
+    ``extra_train`` (e.g. :func:`simulated_block_episodes`), score on the ``held_out`` share of each dataset's
+    episodes (the same split whatever ``train_fraction`` and ``extra_train``); returns the scores and the
+    fitted model."""
     if not 0.0 < train_fraction <= 1.0:
         raise ValueError(f"train_fraction={train_fraction!r}; expected a number in (0, 1]")
     if not 0.0 < held_out < 1.0:
@@ -258,5 +278,5 @@ def evaluate_block_oracle(
         test += [episodes[i] for i in order[:cut]]
         kept = order[cut:][: max(1, round(train_fraction * (len(episodes) - cut)))]
         train += [episodes[i] for i in kept]
-    model = fit_block_dynamics(train, steps=steps, seed=seed)
-    return BlockOracleResult(train_episodes=len(train), **score_block_dynamics(model, test, horizon)), model
+    model = fit_block_dynamics(train + list(extra_train), steps=steps, seed=seed)
+    return BlockOracleResult(train_episodes=len(train) + len(extra_train), **score_block_dynamics(model, test, horizon)), model

@@ -13,6 +13,7 @@ from cosmos_robot.eval.block_oracle import (
     fit_block_dynamics,
     read_block_episodes,
     score_block_dynamics,
+    simulated_block_episodes,
 )
 
 
@@ -96,6 +97,16 @@ def test_split_and_arguments(point_images_dataset):
         evaluate_block_oracle([episodes], train_fraction=0.0)
     with pytest.raises(ValueError, match="steps=0"):
         fit_block_dynamics(episodes, steps=0)
+
+
+def test_simulated_episodes_train_beside_the_datasets_and_leave_the_held_out_split(point_images_dataset):
+    episodes = read_block_episodes(point_images_dataset)
+    simulated = simulated_block_episodes("point", 6, progress=False)
+    assert len(simulated) == 6 and all(len(e.poses) == len(e.states) == len(e.effector) for e in simulated)
+    assert any(not np.allclose(e.poses[0], e.poses[-1]) for e in simulated)  # they push the block
+    plain, _ = evaluate_block_oracle([episodes], steps=5, horizon=4)
+    more, _ = evaluate_block_oracle([episodes], steps=5, horizon=4, extra_train=simulated)
+    assert more.train_episodes == plain.train_episodes + 6 and more.windows == plain.windows
 
 
 def test_a_push_is_learned_once_for_every_place_and_yaw():
