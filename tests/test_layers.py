@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("policies",),
     (
         "collect",
+        "push_data",
         "labeler",
         "part_training",
         "autoencoder_training",
