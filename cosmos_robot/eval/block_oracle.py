@@ -279,4 +279,6 @@ def evaluate_block_oracle(
         kept = order[cut:][: max(1, round(train_fraction * (len(episodes) - cut)))]
         train += [episodes[i] for i in kept]
     model = fit_block_dynamics(train + list(extra_train), steps=steps, seed=seed)
-    return BlockOracleResult(train_episodes=len(train) + len(extra_train), **score_block_dynamics(model, test, horizon)), model
+    return BlockOracleResult(
+        train_episodes=len(train) + len(extra_train), **score_block_dynamics(model, test, horizon)
+    ), model
