@@ -54,23 +54,21 @@ def _push(
     memory: torch.Tensor,
     states: tuple[torch.Tensor, torch.Tensor],
     effector: torch.Tensor,
-    effector_after: torch.Tensor,
     action: torch.Tensor,
     domain: int,
-    scored: bool,
-    rewards: list[torch.Tensor],
-    success: list[torch.Tensor],
-) -> torch.Tensor:
-    """The object's memory after a step that takes the normalised agent state from ``states[0]`` to
-    ``states[1]`` and the effector from ``effector`` to ``effector_after``; where ``scored``, the step's reward
-    and success probability from the object's reward head are appended."""
+    scoring: tuple[list[torch.Tensor], list[torch.Tensor]] | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the object's memory, the effector) after a step under ``action`` that takes the normalised agent state
+    from ``states[0]`` to ``states[1]``, the effector from ``effector``; given ``scoring`` (lists of rewards and
+    success probabilities), the step's reward and success probability from the object's reward head are appended."""
+    effector_after = objects.effector_of(states[1], domain)
     path = objects.path_of(*states, action, domain) if objects.push_path else None
     memory = objects.step(memory, effector, effector_after, action, domain, path)
-    if scored:
+    if scoring is not None:
         reward, probability = objects.rewards(memory, effector_after, domain)
-        rewards.append(reward)
-        success.append(probability)
-    return memory
+        scoring[0].append(reward)
+        scoring[1].append(probability)
+    return memory, effector_after
 
 
 class WorldActionModel:
@@ -527,23 +525,12 @@ class WorldActionModel:
             memory = torch.where(known[:, None], memory, objects.start(drawn, state, domain))
         effector = objects.effector_of(state, domain)
         states, memories, rewards, success = [], [], [], []
+        scoring = (rewards, success) if scored else None
         for k in range(horizon):
             features = objects.agent_features(state, memory, effector, actions_in[:, k])
             state_after = (state + objects.agent_change(features, domain)) * channels
-            effector_after = objects.effector_of(state_after, domain)
-            memory = _push(
-                objects,
-                memory,
-                (state, state_after),
-                effector,
-                effector_after,
-                actions_in[:, k],
-                domain,
-                scored,
-                rewards,
-                success,
-            )
-            state, effector = state_after, effector_after
+            memory, effector = _push(objects, memory, (state, state_after), effector, actions_in[:, k], domain, scoring)
+            state = state_after
             states.append(state)
             memories.append(memory)
         carried = last[:, None].repeat(1, horizon, 1, 1)
@@ -602,6 +589,7 @@ class WorldActionModel:
         # the drawn grid).
         heads = draw and paint and objects.has_agent and self.agent_heads and self.forward_path == "full"
         grids, drawn_grids, states, memories, rewards, success = [], [], [], [], [], []
+        scoring = (rewards, success) if scored else None
         for k in range(horizon):
             if heads:
                 features = objects.agent_features(state, memory, effector, actions_in[:, k])
@@ -610,20 +598,8 @@ class WorldActionModel:
                 grid_change, state_change = prior(grid, state, actions_in[:, k], domain)
                 state_after = (state + state_change) * channels
             if draw:
-                effector_after = objects.effector_of(state_after, domain)
                 action = actions_in[:, k]
-                memory = _push(
-                    objects,
-                    memory,
-                    (state, state_after),
-                    effector,
-                    effector_after,
-                    action,
-                    domain,
-                    scored,
-                    rewards,
-                    success,
-                )
+                memory, effector_after = _push(objects, memory, (state, state_after), effector, action, domain, scoring)
                 if paint:
                     maps = objects.drawer_maps(memory, effector, effector_after, drawn.shape[-1])
                     drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]

@@ -30,6 +30,7 @@ def test_smoke_training_writes_a_loadable_checkpoint(smoke_checkpoint):
     assert ckpt.embodiments["point"].task == "push the red block onto the green disc"
 
 
+@pytest.mark.slow  # three training runs end to end (~10 s): with the slow tests, which CI runs too
 def test_resume_continues_with_the_same_losses(smoke_data, tmp_path):
     config = smoke_config(smoke_data, tmp_path / "a", steps=8, checkpoint_every=4, val_every=0)
     uninterrupted = Trainer(config, progress=False)
