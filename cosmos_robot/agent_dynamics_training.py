@@ -28,7 +28,15 @@ from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.keys import OBS_STATE
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.object_pose import ObjectPose
-from cosmos_robot.object_pose_training import PushRecord, _fit, carried_embodiments, push_record
+from cosmos_robot.object_pose_training import (
+    PushRecord,
+    _fit,
+    carried_embodiments,
+    join_records,
+    push_record,
+    simulated_record,
+)
+from cosmos_robot.push_data import simulate_pushes
 
 # Examples per step of the one-step fit, and rollouts per step of the rollout fit.
 ONE_STEP_BATCH = 512
@@ -66,6 +74,25 @@ def agent_record(data: TrainingSet, name: str, split: str) -> AgentRecord:
     states = torch.from_numpy(data.processor.states_in(name, raw)).float()
     channels = (torch.arange(states.shape[1]) < raw.shape[1]).float()
     return AgentRecord(push_record(data, name, split), states, raw, channels)
+
+
+def simulated_agent_record(data: TrainingSet, name: str, episodes: int, progress: bool = True) -> AgentRecord:
+    """``episodes`` state-only episodes of embodiment ``name`` simulated by
+    :func:`cosmos_robot.push_data.simulate_pushes`, as an :class:`AgentRecord`."""
+    simulated = simulate_pushes(name, episodes, progress=progress)
+    states = torch.from_numpy(data.processor.states_in(name, simulated.states)).float()
+    channels = (torch.arange(states.shape[1]) < simulated.states.shape[1]).float()
+    return AgentRecord(simulated_record(data.processor, name, simulated), states, simulated.states, channels)
+
+
+def join_agent_records(first: AgentRecord, second: AgentRecord) -> AgentRecord:
+    """One record of both records' episodes."""
+    return AgentRecord(
+        join_records(first.pushes, second.pushes),
+        torch.cat([first.states, second.states]),
+        np.concatenate([first.raw, second.raw]),
+        first.channels,
+    )
 
 
 def _start_memory(record: AgentRecord, rows: torch.Tensor, effector_before: torch.Tensor) -> torch.Tensor:
@@ -123,6 +150,7 @@ def fit_agent_dynamics(
     rollout_steps: int,
     seed: int,
     progress: bool = True,
+    simulated_episodes: int = 0,
 ) -> dict[str, float]:
     """Fit the agent heads of ``network``'s object (see the module docstring); returns held-out agent-state
     errors at horizons 1 and 16 (raw units) before and after the rollout fit, and the seconds it took.
@@ -134,10 +162,15 @@ def fit_agent_dynamics(
         rollout_steps: optimiser steps per embodiment on :data:`AGENT_ROLLOUT`-step rollouts (0: none).
         seed: seeds every fit.
         progress: show progress bars.
+        simulated_episodes: state-only episodes per embodiment simulated in MuJoCo (:func:`simulated_agent_record`)
+            that the heads learn from beside the data's (0: none).
     """
     started = time.perf_counter()
-    if steps < 1 or rollout_steps < 0:
-        raise ValueError(f"steps={steps}, rollout_steps={rollout_steps}; expected steps >= 1, rollout_steps >= 0")
+    if steps < 1 or rollout_steps < 0 or simulated_episodes < 0:
+        raise ValueError(
+            f"steps={steps}, rollout_steps={rollout_steps}, simulated_episodes={simulated_episodes}; "
+            "expected steps >= 1, rollout_steps >= 0, simulated_episodes >= 0"
+        )
     objects = network.object_pose
     if objects is None or not objects.has_agent:
         raise ValueError(
@@ -149,6 +182,8 @@ def fit_agent_dynamics(
         domain = data.data[name].embodiment.domain_id
         k = objects.domains.index(domain)
         train, val = agent_record(data, name, "train"), agent_record(data, name, "val")
+        if simulated_episodes:
+            train = join_agent_records(train, simulated_agent_record(data, name, simulated_episodes, progress))
         pushes = train.pushes
         t = torch.cat([torch.arange(start, end - 1) for start, end in pushes.bounds])
         with torch.no_grad():

@@ -121,6 +121,9 @@ def main() -> None:
     parser.add_argument("--object-reward-steps", type=int, default=0, help="fit the block's reward head, steps (0: no)")
     parser.add_argument("--agent-steps", type=int, default=0, help="fit the block's agent heads, steps (0: no)")
     parser.add_argument("--agent-rollout-steps", type=int, default=0, help="... then on 16-step rollouts, steps")
+    parser.add_argument(
+        "--agent-simulated-episodes", type=int, default=0, help="... from this many more state-only episodes per robot"
+    )
     parser.add_argument("--drawer-steps", type=int, default=0, help="draw the block anew, steps (0: no)")
     parser.add_argument(
         "--drawer-effector", action="store_true", help="... telling the drawer the effector's places too"
@@ -143,6 +146,7 @@ def main() -> None:
         ("push_steps", 0),
         ("push_rollout_steps", 0),
         ("push_simulated_episodes", 0),
+        ("agent_simulated_episodes", 0),
     ):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
@@ -154,6 +158,8 @@ def main() -> None:
         parser.error(
             f"--agent-rollout-steps={args.agent_rollout_steps} needs --agent-steps (the one-step fit comes first)"
         )
+    if args.agent_simulated_episodes and not args.agent_steps:
+        parser.error(f"--agent-simulated-episodes={args.agent_simulated_episodes} needs --agent-steps (the fit)")
     refit_prior = args.forward_width is not None or args.forward_blocks is not None
     if refit_prior and args.forward_finetune:
         parser.error(
@@ -309,7 +315,14 @@ def main() -> None:
             network.config = ModelConfig.from_dict(network.config.to_dict() | {"object_agent": False})
         attach_agent_dynamics(network)
         # The seed ``train`` gives this step (its config seed 0, plus 19).
-        report["agent_heads"] = fit_agent_dynamics(network, data, args.agent_steps, args.agent_rollout_steps, seed=19)
+        report["agent_heads"] = fit_agent_dynamics(
+            network,
+            data,
+            args.agent_steps,
+            args.agent_rollout_steps,
+            seed=19,
+            simulated_episodes=args.agent_simulated_episodes,
+        )
         checkpoint.network = network.eval()
     if args.drawer_steps:
         network = checkpoint.network.float()

@@ -14,7 +14,9 @@ from cosmos_robot.agent_dynamics_training import (
     agent_rollout_error,
     attach_agent_dynamics,
     fit_agent_dynamics,
+    join_agent_records,
     roll_agent,
+    simulated_agent_record,
 )
 from cosmos_robot.checkpoint import load_checkpoint
 from cosmos_robot.datasets.training_set import TrainingSet
@@ -108,10 +110,30 @@ def test_rollouts_step_the_state_and_follow_the_actions(carried, fitted):
     assert torch.nn.functional.cosine_similarity(moved, moved_back, dim=-1).mean() < -0.5
 
 
+def test_simulated_episodes_join_the_data_for_the_heads(carried):
+    data, trained = carried
+    record, simulated = agent_record(data, "arm2", "train"), simulated_agent_record(data, "arm2", 5, progress=False)
+    assert len(simulated.pushes.bounds) == 5 and len(simulated.states) == len(simulated.raw) == len(
+        simulated.pushes.poses
+    )
+    torch.testing.assert_close(
+        simulated.states[:, :2], torch.from_numpy(data.processor.states_in("arm2", simulated.raw))[:, :2]
+    )
+    joined = join_agent_records(record, simulated)
+    assert len(joined.states) == len(record.states) + len(simulated.states) == len(joined.pushes.poses)
+    assert len(joined.pushes.bounds) == len(record.pushes.bounds) + 5
+    network = _copy(trained)
+    attach_agent_dynamics(network)
+    report = fit_agent_dynamics(network, data, steps=5, rollout_steps=1, seed=0, simulated_episodes=3, progress=False)
+    assert report["arm2_agent_h1_rolled"] == pytest.approx(report["arm2_agent_h1_rolled"])  # finite
+
+
 def test_bad_arguments_are_named(carried):
     data, trained = carried
     with pytest.raises(ValueError, match="steps=0"):
         fit_agent_dynamics(_copy(trained), data, steps=0, rollout_steps=0, seed=0)
+    with pytest.raises(ValueError, match="simulated_episodes=-1"):
+        fit_agent_dynamics(_copy(trained), data, steps=1, rollout_steps=0, seed=0, simulated_episodes=-1)
     with pytest.raises(ValueError, match="no agent heads"):
         fit_agent_dynamics(_copy(trained), data, steps=1, rollout_steps=0, seed=0)
     plain = WorldActionNetwork(ModelConfig.from_dict(preset("tiny").to_dict() | {"forward_prior": True}))

@@ -85,6 +85,7 @@ def test_finetune_trains_the_checkpoints_own_prior_and_keeps_the_rest(smoke_chec
         (["--drawer-effector"], "--drawer-effector needs --drawer-steps"),
         (["--drawer-steps", "-2"], "--drawer-steps=-2; expected an integer >= 0"),
         (["--push-path"], "--push-path need --push-steps"),
+        (["--agent-simulated-episodes", "3"], "--agent-simulated-episodes=3 needs --agent-steps"),
         (["--push-steps", "3", "--push-simulated-episodes", "-1"], "--push-simulated-episodes=-1; expected"),
     ],
 )
