@@ -32,6 +32,7 @@ from cosmos_robot.object_pose_training import (
     PushRecord,
     _fit,
     carried_embodiments,
+    check_fit_counts,
     join_records,
     push_record,
     simulated_record,
@@ -166,11 +167,7 @@ def fit_agent_dynamics(
             that the heads learn from beside the data's (0: none).
     """
     started = time.perf_counter()
-    if steps < 1 or rollout_steps < 0 or simulated_episodes < 0:
-        raise ValueError(
-            f"steps={steps}, rollout_steps={rollout_steps}, simulated_episodes={simulated_episodes}; "
-            "expected steps >= 1, rollout_steps >= 0, simulated_episodes >= 0"
-        )
+    check_fit_counts(steps, rollout_steps, simulated_episodes)
     objects = network.object_pose
     if objects is None or not objects.has_agent:
         raise ValueError(

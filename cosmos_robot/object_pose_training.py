@@ -429,6 +429,15 @@ def fit_object_pose(
     return report
 
 
+def check_fit_counts(steps: int, rollout_steps: int, simulated_episodes: int) -> None:
+    """Refuse, by name, a fit of fewer than one step, or negative rollout steps or simulated episodes."""
+    if steps < 1 or rollout_steps < 0 or simulated_episodes < 0:
+        raise ValueError(
+            f"steps={steps}, rollout_steps={rollout_steps}, simulated_episodes={simulated_episodes}; "
+            "expected steps >= 1, rollout_steps >= 0, simulated_episodes >= 0"
+        )
+
+
 def fit_pushes(
     network: WorldActionNetwork,
     data: TrainingSet,
@@ -455,11 +464,7 @@ def fit_pushes(
         progress: show progress bars.
     """
     started = time.perf_counter()
-    if steps < 1 or rollout_steps < 0 or simulated_episodes < 0:
-        raise ValueError(
-            f"steps={steps}, rollout_steps={rollout_steps}, simulated_episodes={simulated_episodes}; "
-            "expected steps >= 1, rollout_steps >= 0, simulated_episodes >= 0"
-        )
+    check_fit_counts(steps, rollout_steps, simulated_episodes)
     objects = network.object_pose
     if objects is None:
         raise ValueError(
