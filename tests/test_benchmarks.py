@@ -79,6 +79,29 @@ def test_the_block_sensitivity_probe_replays_an_unmoved_start_exactly(tmp_path):
     assert all(report[key]["mean_mm"] >= 0 for key in report if "=" in key)
 
 
+@pytest.mark.slow
+def test_the_throw_probe_splits_the_block_error_at_a_thrown_block(tmp_path):
+    import json
+    import math
+    import subprocess
+    import sys
+
+    out = tmp_path / "throws.json"
+    script = Path(__file__).parents[1] / "benchmarks" / "probe_block_throws.py"
+    # The fourth expert episode from seed 4242 throws arm2's block ~12 cm in one step (MuJoCo is deterministic).
+    args = ["--embodiment", "arm2", "--episodes", "4", "--seed", "4242", "--json", str(out)]
+    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, timeout=600)
+    report = json.loads(out.read_text())
+    assert 1 <= report["episodes_thrown"] < 4
+    assert report["largest_step_mm"] > report["throw_mm"]
+    for mode in ("mujoco_states", "agent_heads", "read_start", "drawn"):
+        split = report[f"h16_{mode}_mm"]
+        assert all(math.isfinite(split[part]) and split[part] >= 0 for part in ("thrown", "not_thrown"))
+        if mode != "drawn":  # carried poses are never missing: the mean of all is the parts' weighted mean
+            thrown = report["episodes_thrown"]
+            assert split["all"] == pytest.approx((thrown * split["thrown"] + (4 - thrown) * split["not_thrown"]) / 4)
+
+
 def test_the_env_benchmark_pairs_each_ratio_with_its_own_rounds_mujoco():
     import importlib.util
 
