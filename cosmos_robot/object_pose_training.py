@@ -26,11 +26,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from cosmos_robot.datasets.training_set import TrainingSet
+from cosmos_robot.datasets.training_set import TrainingSet, TransitionTable
 from cosmos_robot.envs import PUSH_BLOCK_IDS
 from cosmos_robot.envs.push_block import effector_from_state
 from cosmos_robot.envs.push_block_scene import CONTROL_HZ, TABLE_HALF
 from cosmos_robot.keys import ACTION, OBS_ENV_STATE, OBS_STATE
+from cosmos_robot.model.batches import SequenceBatch
 from cosmos_robot.model.forward_prior import ForwardPrior, rollout_loss
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.object_pose import (
@@ -515,6 +516,52 @@ def _rows_effector(data: TrainingSet, split: str, names: list[str]) -> torch.Ten
     return torch.from_numpy(np.concatenate(places)).float()
 
 
+@dataclasses.dataclass(frozen=True)
+class ToldPoses:
+    """What the drawer is told on one split's rows (``data.transitions(split)``'s order): each row's recorded
+    pose (N, 3), whether it has one (N,; rows of embodiments without the object do not), and its effector
+    (N, 2, metres; None for a drawer not told the effector)."""
+
+    poses: torch.Tensor
+    known: torch.Tensor
+    places: torch.Tensor | None
+
+
+def told_poses(network: WorldActionNetwork, data: TrainingSet, split: str) -> ToldPoses:
+    """The recorded poses (and effectors, where the network's drawer reads them) of ``data``'s ``split``."""
+    names = carried_embodiments(network.object_pose, data)
+    poses, known = _rows_poses(data, split, names)
+    places = _rows_effector(data, split, names) if network.config.object_effector_maps else None
+    return ToldPoses(poses, known, places)
+
+
+def drawer_rollout(
+    network: WorldActionNetwork, told: ToldPoses, sequences: TransitionTable, index: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, SequenceBatch, torch.Tensor]:
+    """The object's drawer rolled over the sequences ``index`` of ``sequences``, teacher-forced with the
+    recorded poses (and effector places) of ``told``: (drawn grids (B, R, C, h, w), states (B, R, S), the
+    batch, its recorded grids (B, R + 1, C, h, w)). Maps of sequences without the object are zero."""
+    objects, config = network.object_pose, network.config
+    drawer, rollout = objects.drawer, sequences.steps
+    batch = sequences.take_sequences(index)
+    rows = sequences.first[index][:, None] + torch.arange(rollout + 1)
+    grids = latent_grids(batch.frames, config)
+    side = grids.shape[-1]
+    seq = told.poses[rows]
+    now, after = seq[:, :-1].flatten(0, 1), seq[:, 1:].flatten(0, 1)
+    where = (None, None)
+    if told.places is not None:
+        places = told.places[rows]
+        where = (places[:, :-1].flatten(0, 1), places[:, 1:].flatten(0, 1))
+    maps = step_maps(now, after, side, objects.half_extent, *where)
+    maps = maps.view(len(index), rollout, drawer.extra_inputs, side, side)
+    maps = maps * told.known[rows].all(1)[:, None, None, None, None]
+    actions = batch.actions * batch.action_channels[:, None]
+    state = batch.states[:, 0] * batch.state_channels
+    rolled, states = drawer.rollout(grids[:, 0], state, actions, batch.domain, batch.state_channels, maps)
+    return rolled, states, batch, grids
+
+
 def fit_drawer(
     network: WorldActionNetwork,
     data: TrainingSet,
@@ -533,36 +580,15 @@ def fit_drawer(
     objects = network.object_pose
     if objects is None or network.forward_prior is None:
         raise ValueError("the network carries no object or has no forward prior; nothing to draw with")
-    config = network.config
-    names = carried_embodiments(objects, data)
-    poses, known = _rows_poses(data, "train", names)
-    tell_effector = config.object_effector_maps
-    places = _rows_effector(data, "train", names) if tell_effector else None
-    objects.drawer = drawer_from_prior(network.forward_prior, tell_effector)
-    prior = objects.drawer
+    told = told_poses(network, data, "train")
+    objects.drawer = drawer_from_prior(network.forward_prior, network.config.object_effector_maps)
     sequences = data.transitions("train", rollout)
-    channels = prior.extra_inputs
 
     def prior_loss(rng: torch.Generator) -> torch.Tensor:
         index = torch.randint(len(sequences), (batch_size,), generator=rng)
-        batch = sequences.take_sequences(index)
-        rows = sequences.first[index][:, None] + torch.arange(rollout + 1)
-        grids = latent_grids(batch.frames, config)
-        side = grids.shape[-1]
-        seq = poses[rows]
-        told = known[rows].all(1)
-        now, after = seq[:, :-1].flatten(0, 1), seq[:, 1:].flatten(0, 1)
-        told_places = None if places is None else places[rows]
-        where = (
-            (None, None) if places is None else (told_places[:, :-1].flatten(0, 1), told_places[:, 1:].flatten(0, 1))
-        )
-        maps = step_maps(now, after, side, objects.half_extent, *where)
-        maps = maps.view(batch_size, rollout, channels, side, side) * told[:, None, None, None, None]
-        actions = batch.actions * batch.action_channels[:, None]
-        state = batch.states[:, 0] * batch.state_channels
-        rolled, states = prior.rollout(grids[:, 0], state, actions, batch.domain, batch.state_channels, maps)
+        rolled, states, batch, grids = drawer_rollout(network, told, sequences, index)
         return rollout_loss(rolled, states, grids, batch.states, batch.state_channels)
 
-    loss = _fit(prior, prior_loss, steps, lr, seed, "drawer of the object", progress)
+    loss = _fit(objects.drawer, prior_loss, steps, lr, seed, "drawer of the object", progress)
     network.eval()
     return loss

@@ -110,7 +110,8 @@ PREVIOUS_DEFAULT_TRAIN: dict[str, Any] = MOT_ONLY_TRAIN | {
 # the effector's places too; docs/model.md), which takes the recipe past the 60-minute budget. The push
 # MLPs learn from 7600 more state-only episodes per robot, simulated without the camera (8x the datasets';
 # ~3 minutes more in all with the 12000 one-step steps): the expert block at h16 11 -> 8-9 mm on point, 19-21 ->
-# 14-15 on arm2 (docs/results.md, "More pushes").
+# 14-15 on arm2 (docs/results.md, "More pushes"). The decoder is then fitted again, to the drawer's rollouts
+# (the grids the env decodes; ~3 minutes): effector and block 0.3-0.8 mm closer (docs/results.md).
 DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "steps": 2800,
     "fast_decoder_steps": 1500,
@@ -119,6 +120,7 @@ DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "forward_finetune_rollout": 8,
     "forward_state_steps": 3000,
     "rollout_decoder_steps": 700,
+    "rollout_decoder_drawer": True,
     "object_fit_steps": 3000,
     "object_prior_steps": 800,
     "object_push_rollout_steps": 2000,
@@ -166,6 +168,7 @@ RECIPES: dict[str, Recipe] = {
             "forward_batch": 8,
             "fast_decoder_steps": 5,
             "rollout_decoder_steps": 3,
+            "rollout_decoder_drawer": True,
             "object_fit_steps": 3,
             "object_prior_steps": 2,
             "object_push_rollout_steps": 2,

@@ -133,6 +133,8 @@ class TrainConfig:
             after its one-step fit (0: none).
         rollout_decoder_steps: steps fitting the autoencoder's decoder to the trained forward prior's own
             rollouts (of the last stage's length), right after it (``rollout_decoder_training``; 0: none).
+        rollout_decoder_drawer: then fit the decoder as many steps again to the object's drawer's rollouts,
+            after the object's parts (a model that carries the block decodes the drawer's grids, not the prior's).
             The decoder then draws the effector where it overlaps another object in an imagined frame.
         time_shift: shift of the logit-normal flow-time sampler.
         ae_steps: autoencoder training steps.
@@ -182,6 +184,7 @@ class TrainConfig:
     forward_finetune_lr: float = 1e-3
     forward_state_steps: int = 0
     rollout_decoder_steps: int = 0
+    rollout_decoder_drawer: bool = False
     object_fit_steps: int = 0
     object_prior_steps: int = 0
     object_push_rollout_steps: int = 0
@@ -247,6 +250,13 @@ class TrainConfig:
             raise ValueError(
                 f"rollout_decoder_steps={self.rollout_decoder_steps} but forward_steps=0; expected a forward prior "
                 "to roll out (forward_steps > 0) or rollout_decoder_steps=0"
+            )
+        if not isinstance(self.rollout_decoder_drawer, bool):
+            raise ValueError(f"rollout_decoder_drawer={self.rollout_decoder_drawer!r}; expected True or False")
+        if self.rollout_decoder_drawer and not (self.rollout_decoder_steps and self.object_fit_steps):
+            raise ValueError(
+                f"rollout_decoder_drawer=True but rollout_decoder_steps={self.rollout_decoder_steps}, "
+                f"object_fit_steps={self.object_fit_steps}; expected both > 0 (a decoder fit, an object's drawer)"
             )
         other_object_steps = (
             self.object_prior_steps
@@ -607,6 +617,18 @@ class Trainer:
                     config.object_agent_rollout_steps,
                     seed=config.seed + 19,
                     progress=self.progress and self.rank == 0,
+                )
+            if config.rollout_decoder_drawer:
+                self.forward_prior["decoder_on_drawer"] = fit_decoder_to_rollouts(
+                    self.autoencoder,
+                    self.network,
+                    self.data,
+                    rollout=stages[-1][2],
+                    steps=config.rollout_decoder_steps,
+                    object_weight=config.ae_object_weight,
+                    seed=config.seed + 7,
+                    progress=self.progress and self.rank == 0,
+                    drawer=True,
                 )
 
     def _train_action_prior(self, phase: dict[str, Any] | None) -> None:

@@ -27,7 +27,9 @@
   of the prior trained to draw the carried pose, told the effector's places too with ``--drawer-effector``
   (``ModelConfig.object_effector_maps``), the block's other parts kept;
 - the decoder fitted to the (final) prior's rollouts (``--rollout-decoder-steps``;
-  ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``.
+  ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``;
+- last, the decoder fitted to the block's drawer's rollouts (``--rollout-decoder-drawer-steps``), as ``train``
+  does after the block's parts with ``rollout_decoder_drawer``.
 
 The MoT is kept: at inference it reads the prior's rollout only for the learned reward and success, so
 re-check ``eval rank`` (which reads them) after replacing the prior. This is how the previous default
@@ -104,6 +106,12 @@ def main() -> None:
         "--rollout-decoder-rollout", type=int, default=8, help="actions per rollout the decoder is fitted on"
     )
     parser.add_argument(
+        "--rollout-decoder-drawer-steps",
+        type=int,
+        default=0,
+        help="last, fit the decoder to the block's drawer's rollouts (0: no)",
+    )
+    parser.add_argument(
         "--object-fit-steps", type=int, default=0, help="give the model the block's pose: fit steps per part (0: no)"
     )
     parser.add_argument(
@@ -147,6 +155,7 @@ def main() -> None:
         ("push_rollout_steps", 0),
         ("push_simulated_episodes", 0),
         ("agent_simulated_episodes", 0),
+        ("rollout_decoder_drawer_steps", 0),
     ):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
@@ -335,6 +344,24 @@ def main() -> None:
         # The seed ``train`` gives the drawer (its config seed 0, plus 11 for the object, plus 3).
         report["drawer_loss"] = fit_drawer(network, data, args.drawer_steps, args.forward_rollout, seed=14)
         checkpoint.network = network.eval()
+    if args.rollout_decoder_drawer_steps:
+        autoencoder, network = checkpoint.autoencoder.requires_grad_(False).eval(), checkpoint.network.float().eval()
+        if network.object_pose is None:
+            raise SystemExit("--rollout-decoder-drawer-steps: the model carries no block (no drawer draws its frames)")
+        # The seed ``train`` gives this step (its config seed 0, plus 7).
+        fitted = fit_decoder_to_rollouts(
+            autoencoder,
+            network,
+            data,
+            rollout=args.rollout_decoder_rollout,
+            steps=args.rollout_decoder_drawer_steps,
+            object_weight=args.ae_object_weight,
+            seed=7,
+            drawer=True,
+        )
+        report["drawer_decode_psnr_before"] = fitted["psnr_before"]
+        report["drawer_decode_psnr_after"] = fitted["psnr_after"]
+        checkpoint.network = network
     checkpoint.training = None
     save_checkpoint(checkpoint, args.out)
     report["seconds"] = time.perf_counter() - started

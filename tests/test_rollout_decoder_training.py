@@ -1,8 +1,10 @@
 """Fitting the decoder to the forward prior's rollouts: on real PushBlock data it moves the decoder alone and
-draws the rollouts closer to the real frames; the frames it reads line up with the table's rows; bad
-arguments are refused by name."""
+draws the rollouts closer to the real frames; the frames it reads line up with the table's rows; a model that
+carries the block fits it to its drawer's rollouts instead; bad arguments are refused by name."""
 
 from __future__ import annotations
+
+import copy
 
 import pytest
 import torch
@@ -12,7 +14,14 @@ from cosmos_robot.forward_prior_training import train_forward_prior
 from cosmos_robot.model.config import ModelConfig, preset
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.tokenizers import FrameAutoencoder
-from cosmos_robot.rollout_decoder_training import rollout_decode_psnr, train_decoder_on_rollouts
+from cosmos_robot.object_pose_training import attach_object_pose, fit_drawer, object_embodiments
+from cosmos_robot.rollout_decoder_training import (
+    drawer_roll,
+    fit_decoder_to_rollouts,
+    prior_roll,
+    rollout_decode_psnr,
+    train_decoder_on_rollouts,
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +58,28 @@ def test_it_trains_the_decoder_alone_and_draws_rollouts_closer_to_the_real_frame
     assert changed and all(k.startswith("decoder.") for k in changed)
     assert all(torch.equal(v, network_before[k]) for k, v in network.state_dict().items())
     assert not any(p.requires_grad for p in autoencoder.decoder.parameters())  # frozen again, as it came
+
+
+def test_a_model_that_carries_the_block_fits_the_decoder_to_its_drawers_rollouts(prepared):
+    data, _, trained = prepared
+    network, config = copy.deepcopy(trained), trained.config
+    torch.manual_seed(0)  # the fixture's autoencoder as it encoded the data, before another test fitted its decoder
+    autoencoder = FrameAutoencoder(config.latent_channels, config.patch_merge).requires_grad_(False).eval()
+    attach_object_pose(network, tuple(data.data[n].embodiment.domain_id for n in object_embodiments(data)))
+    fit_drawer(network, data, steps=5, rollout=3, seed=0, progress=False)
+    table, index = data.transitions(steps=3), torch.arange(6)
+    drawn, rolled = drawer_roll(network, data, "train")(table, index), prior_roll(network)(table, index)
+    assert drawn.shape == rolled.shape and not torch.allclose(drawn, rolled)  # the drawer's grids, not the prior's
+    network_before = {k: v.clone() for k, v in network.state_dict().items()}
+    report = fit_decoder_to_rollouts(
+        autoencoder, network, data, rollout=3, steps=40, object_weight=10.0, seed=0, progress=False, drawer=True
+    )
+    assert report["psnr_after"] > report["psnr_before"] + 0.5  # measured on the drawer's held-out rollouts
+    assert all(torch.equal(v, network_before[k]) for k, v in network.state_dict().items())
+    with pytest.raises(ValueError, match="drawer=True but the network carries no object"):
+        fit_decoder_to_rollouts(
+            autoencoder, trained, data, rollout=3, steps=1, object_weight=10.0, seed=0, progress=False, drawer=True
+        )
 
 
 def test_bad_arguments_are_refused_by_name(prepared):

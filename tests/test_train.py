@@ -232,6 +232,11 @@ def test_learning_rate_warms_up_then_decays():
         ({"forward_finetune_steps": -1}, "forward_finetune_steps=-1"),
         ({"rollout_decoder_steps": -2}, "rollout_decoder_steps=-2"),
         ({"forward_steps": 0, "rollout_decoder_steps": 3}, "rollout_decoder_steps=3 but forward_steps=0"),
+        ({"rollout_decoder_drawer": 1}, "rollout_decoder_drawer=1; expected True or False"),
+        (
+            {"forward_steps": 5, "rollout_decoder_steps": 3, "rollout_decoder_drawer": True},
+            "rollout_decoder_drawer=True but rollout_decoder_steps=3, object_fit_steps=0",
+        ),
         ({"forward_finetune_rollout": 0}, "forward_finetune_rollout=0"),
         ({"forward_lr": 0.0}, "forward_lr=0.0"),
         ({"prior_steps": -1}, "prior_steps=-1"),
@@ -284,6 +289,9 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     stepped = measured["object_agent"]
     assert {"point_agent_h1", "arm2_agent_h16", "point_agent_h16_rolled", "seconds"} <= set(stepped)
     assert ckpt.network.object_pose.has_agent and ckpt.network.config.object_agent
+    # ... and then fits the decoder again, to the drawer's rollouts: the frames the env decodes.
+    drawn = measured["decoder_on_drawer"]
+    assert {"psnr_before", "psnr_after", "seconds"} <= set(drawn) and drawn["seconds"] > 0
 
 
 def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):
