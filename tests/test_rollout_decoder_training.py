@@ -60,6 +60,7 @@ def test_it_trains_the_decoder_alone_and_draws_rollouts_closer_to_the_real_frame
     assert not any(p.requires_grad for p in autoencoder.decoder.parameters())  # frozen again, as it came
 
 
+@pytest.mark.slow  # it trains a drawer, then the decoder, and measures both held-out passes (~40 s)
 def test_a_model_that_carries_the_block_fits_the_decoder_to_its_drawers_rollouts(prepared):
     data, _, trained = prepared
     network, config = copy.deepcopy(trained), trained.config
