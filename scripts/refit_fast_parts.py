@@ -52,6 +52,7 @@ followed by ``cosmos_robot.train.export_inference("out/shipped_fp32", "out/shipp
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import time
@@ -345,7 +346,9 @@ def main() -> None:
         report["drawer_loss"] = fit_drawer(network, data, args.drawer_steps, args.forward_rollout, seed=14)
         checkpoint.network = network.eval()
     if args.rollout_decoder_drawer_steps:
-        autoencoder, network = checkpoint.autoencoder.requires_grad_(False).eval(), checkpoint.network.float().eval()
+        # The drawer rolls in float32, as the learned env runs it; the saved network is left as it came.
+        autoencoder = checkpoint.autoencoder.requires_grad_(False).eval()
+        network = copy.deepcopy(checkpoint.network).float().eval()
         if network.object_pose is None:
             raise SystemExit("--rollout-decoder-drawer-steps: the model carries no block (no drawer draws its frames)")
         # The seed ``train`` gives this step (its config seed 0, plus 7).
@@ -361,7 +364,6 @@ def main() -> None:
         )
         report["drawer_decode_psnr_before"] = fitted["psnr_before"]
         report["drawer_decode_psnr_after"] = fitted["psnr_after"]
-        checkpoint.network = network
     checkpoint.training = None
     save_checkpoint(checkpoint, args.out)
     report["seconds"] = time.perf_counter() - started

@@ -87,6 +87,7 @@ def test_finetune_trains_the_checkpoints_own_prior_and_keeps_the_rest(smoke_chec
         (["--push-path"], "--push-path need --push-steps"),
         (["--agent-simulated-episodes", "3"], "--agent-simulated-episodes=3 needs --agent-steps"),
         (["--push-steps", "3", "--push-simulated-episodes", "-1"], "--push-simulated-episodes=-1; expected"),
+        (["--rollout-decoder-drawer-steps", "-1"], "--rollout-decoder-drawer-steps=-1; expected an integer >= 0"),
     ],
 )
 def test_bad_refit_arguments_are_refused(tmp_path, bad, message):
@@ -97,15 +98,20 @@ def test_bad_refit_arguments_are_refused(tmp_path, bad, message):
 
 
 @pytest.mark.slow
-def test_rollout_decoder_steps_fit_the_decoder_alone(smoke_checkpoint, smoke_data, tmp_path):
+@pytest.mark.parametrize(
+    ("option", "measured"),
+    [("--rollout-decoder-steps", "rollout_decode_psnr"), ("--rollout-decoder-drawer-steps", "drawer_decode_psnr")],
+)
+def test_rollout_decoder_steps_fit_the_decoder_alone(smoke_checkpoint, smoke_data, tmp_path, option, measured):
+    # The prior's rollouts, or (the smoke model carries the block) its drawer's.
     data_dir = Path(smoke_data[0]).parent
     out = tmp_path / "fitted"
     args = ["--checkpoint", str(smoke_checkpoint), "--recipe", "smoke", "--data-dir", str(data_dir), "--out", str(out)]
-    args += ["--fast-decoder-steps", "0", "--rollout-decoder-steps", "3", "--rollout-decoder-rollout", "3"]
+    args += ["--fast-decoder-steps", "0", option, "3", "--rollout-decoder-rollout", "3"]
     result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout[result.stdout.index("{") :])
-    assert {"rollout_decode_psnr_before", "rollout_decode_psnr_after"} <= set(report)
+    assert {f"{measured}_before", f"{measured}_after"} <= set(report)
     before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(out)
     for name, value in before.network.state_dict().items():
         torch.testing.assert_close(after.network.state_dict()[name], value, rtol=0, atol=0)
