@@ -574,9 +574,10 @@ class Trainer:
         self.forward_prior = asdict(error) | {"seconds": time.perf_counter() - started}
         if state_head is not None:
             self.forward_prior["state_head"] = state_head
-        if config.rollout_decoder_steps:
-            # Killed here, a resumed run redoes only this short step: the prior's last stage is saved.
-            self.forward_prior["decoder_on_rollouts"] = fit_decoder_to_rollouts(
+
+        def fit_decoder(drawer: bool) -> dict[str, float]:
+            """The decoder fitted to the prior's rollouts, or to the object's drawer's."""
+            return fit_decoder_to_rollouts(
                 self.autoencoder,
                 self.network,
                 self.data,
@@ -585,7 +586,12 @@ class Trainer:
                 object_weight=config.ae_object_weight,
                 seed=config.seed + 7,
                 progress=self.progress and self.rank == 0,
+                drawer=drawer,
             )
+
+        if config.rollout_decoder_steps:
+            # Killed here, a resumed run redoes only this short step: the prior's last stage is saved.
+            self.forward_prior["decoder_on_rollouts"] = fit_decoder(drawer=False)
         if config.object_fit_steps:
             # After the decoder's fit: the decoder draws the rollouts of the prior as it was trained alone.
             self.forward_prior["object_pose"] = fit_object_pose(
@@ -619,17 +625,7 @@ class Trainer:
                     progress=self.progress and self.rank == 0,
                 )
             if config.rollout_decoder_drawer:
-                self.forward_prior["decoder_on_drawer"] = fit_decoder_to_rollouts(
-                    self.autoencoder,
-                    self.network,
-                    self.data,
-                    rollout=stages[-1][2],
-                    steps=config.rollout_decoder_steps,
-                    object_weight=config.ae_object_weight,
-                    seed=config.seed + 7,
-                    progress=self.progress and self.rank == 0,
-                    drawer=True,
-                )
+                self.forward_prior["decoder_on_drawer"] = fit_decoder(drawer=True)
 
     def _train_action_prior(self, phase: dict[str, Any] | None) -> None:
         """The action prior alone on its demonstration windows, resuming inside its phase."""

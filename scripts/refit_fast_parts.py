@@ -248,20 +248,24 @@ def main() -> None:
         )
         checkpoint.network = network.eval()
 
-    if args.rollout_decoder_steps:
-        autoencoder, network = checkpoint.autoencoder.requires_grad_(False).eval(), checkpoint.network.eval()
+    def fit_decoder(network: WorldActionNetwork, steps: int, drawer: bool, name: str) -> None:
+        """The decoder fitted to ``network``'s prior's rollouts or its drawer's; the PSNRs reported as ``name``."""
+        autoencoder = checkpoint.autoencoder.requires_grad_(False).eval()
         # The seed ``train`` gives this step (its config seed 0, plus 7).
         fitted = fit_decoder_to_rollouts(
             autoencoder,
             network,
             data,
             rollout=args.rollout_decoder_rollout,
-            steps=args.rollout_decoder_steps,
+            steps=steps,
             object_weight=args.ae_object_weight,
             seed=7,
+            drawer=drawer,
         )
-        report["rollout_decode_psnr_before"] = fitted["psnr_before"]
-        report["rollout_decode_psnr_after"] = fitted["psnr_after"]
+        report[f"{name}_psnr_before"], report[f"{name}_psnr_after"] = fitted["psnr_before"], fitted["psnr_after"]
+
+    if args.rollout_decoder_steps:
+        fit_decoder(checkpoint.network.eval(), args.rollout_decoder_steps, False, "rollout_decode")
 
     if args.object_fit_steps:
         network = checkpoint.network.float()
@@ -346,24 +350,11 @@ def main() -> None:
         report["drawer_loss"] = fit_drawer(network, data, args.drawer_steps, args.forward_rollout, seed=14)
         checkpoint.network = network.eval()
     if args.rollout_decoder_drawer_steps:
-        # The drawer rolls in float32, as the learned env runs it; the saved network is left as it came.
-        autoencoder = checkpoint.autoencoder.requires_grad_(False).eval()
-        network = copy.deepcopy(checkpoint.network).float().eval()
-        if network.object_pose is None:
+        if checkpoint.network.object_pose is None:
             raise SystemExit("--rollout-decoder-drawer-steps: the model carries no block (no drawer draws its frames)")
-        # The seed ``train`` gives this step (its config seed 0, plus 7).
-        fitted = fit_decoder_to_rollouts(
-            autoencoder,
-            network,
-            data,
-            rollout=args.rollout_decoder_rollout,
-            steps=args.rollout_decoder_drawer_steps,
-            object_weight=args.ae_object_weight,
-            seed=7,
-            drawer=True,
-        )
-        report["drawer_decode_psnr_before"] = fitted["psnr_before"]
-        report["drawer_decode_psnr_after"] = fitted["psnr_after"]
+        # The drawer rolls in float32, as the learned env runs it; the saved network is left as it came.
+        network = copy.deepcopy(checkpoint.network).float().eval()
+        fit_decoder(network, args.rollout_decoder_drawer_steps, True, "drawer_decode")
     checkpoint.training = None
     save_checkpoint(checkpoint, args.out)
     report["seconds"] = time.perf_counter() - started

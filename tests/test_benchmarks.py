@@ -28,17 +28,21 @@ def test_every_benchmark_takes_a_seed(path):
     assert "--seed" in _options(path), f"{path.name} has no --seed option"
 
 
-@pytest.mark.slow
-def test_the_block_probe_reads_the_default_models_pushes(tmp_path):
+def _probe_report(script: str, args: list[str], out: Path) -> dict:
+    """Run ``benchmarks/<script>`` with ``args`` and ``--json out``; its JSON report."""
     import json
     import subprocess
     import sys
 
-    out = tmp_path / "steps.json"
-    script = Path(__file__).parents[1] / "benchmarks" / "probe_block_steps.py"
-    args = ["--embodiment", "point", "--episodes", "2", "--horizon", "16", "--json", str(out)]
-    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, timeout=600)
-    report = json.loads(out.read_text())
+    path = Path(__file__).parents[1] / "benchmarks" / script
+    subprocess.run([sys.executable, str(path), *args, "--json", str(out)], check=True, capture_output=True, timeout=600)
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_the_block_probe_reads_the_default_models_pushes(tmp_path):
+    args = ["--embodiment", "point", "--episodes", "2", "--horizon", "16"]
+    report = _probe_report("probe_block_steps.py", args, tmp_path / "steps.json")
     assert report["pushed_steps"] > 0
     # The shipped model moves a pushed block most of the way in one step: it beats a block that stays.
     assert report["autoencoder_mm"] < report["one_step_mm_pushed"] < report["copy_last_mm_pushed"]
@@ -81,17 +85,11 @@ def test_the_block_sensitivity_probe_replays_an_unmoved_start_exactly(tmp_path):
 
 @pytest.mark.slow
 def test_the_throw_probe_splits_the_block_error_at_a_thrown_block(tmp_path):
-    import json
     import math
-    import subprocess
-    import sys
 
-    out = tmp_path / "throws.json"
-    script = Path(__file__).parents[1] / "benchmarks" / "probe_block_throws.py"
     # The fourth expert episode from seed 4242 throws arm2's block ~12 cm in one step (MuJoCo is deterministic).
-    args = ["--embodiment", "arm2", "--episodes", "4", "--seed", "4242", "--json", str(out)]
-    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, timeout=600)
-    report = json.loads(out.read_text())
+    args = ["--embodiment", "arm2", "--episodes", "4", "--seed", "4242"]
+    report = _probe_report("probe_block_throws.py", args, tmp_path / "throws.json")
     assert 1 <= report["episodes_thrown"] < 4
     assert report["largest_step_mm"] > report["throw_mm"]
     for mode in ("mujoco_states", "agent_heads", "read_start", "drawn"):
