@@ -31,6 +31,8 @@ done
 for e in point arm2; do
   run "probe_block_steps_$e" $PY benchmarks/probe_block_steps.py --checkpoint "$CK" --embodiment "$e" \
       --json "$R/probe_block_steps_$e.json"
+  run "probe_block_throws_$e" $PY benchmarks/probe_block_throws.py --checkpoint "$CK" --embodiment "$e" \
+      --episodes 32 --seed 4242 --json "$R/probe_block_throws_$e.json"
 done
 ALL_DATA=()
 for e in point arm2; do for d in expert noise0.3 noise0.6 random; do ALL_DATA+=("$DATA/${e}_$d"); done; done
