@@ -65,12 +65,9 @@ def carried_errors(model: WorldActionModel, embodiment: str, real: dict[str, np.
         if mode == "mujoco_states":
             after = states[:, k + 1]
         else:
-            features = objects.agent_features(state, memory, effector, actions[:, k])
-            after = (state + objects.agent_change(features, domain)) * channels
-        effector_after = objects.effector_of(after, domain)
-        path = objects.path_of(state, after, actions[:, k], domain) if objects.push_path else None
-        memory = objects.step(memory, effector, effector_after, actions[:, k], domain, path)
-        state, effector = after, effector_after
+            after = objects.agent_step(state, memory, effector, actions[:, k], domain, channels)
+        memory, effector = objects.advance(memory, state, after, effector, actions[:, k], domain)
+        state = after
     return ((memory[:, 3:5] - poses[:, -1, :2]).norm(dim=-1) * 1000.0).numpy()
 
 

@@ -117,12 +117,9 @@ def roll_agent(objects: ObjectPose, record: AgentRecord, rows: torch.Tensor, ste
     states = []
     for k in range(steps):
         action = record.pushes.actions[rows + k]
-        change = objects.agent_change(objects.agent_features(state, memory, effector, action), domain)
-        state_after = (state + change) * record.channels
-        effector_after = objects.effector_of(state_after, domain)
-        path = objects.path_of(state, state_after, action, domain) if objects.push_path else None
-        memory = objects.step(memory, effector, effector_after, action, domain, path)
-        state, effector = state_after, effector_after
+        state_after = objects.agent_step(state, memory, effector, action, domain, record.channels)
+        memory, effector = objects.advance(memory, state, state_after, effector, action, domain)
+        state = state_after
         states.append(state)
     return torch.stack(states, 1)
 

@@ -61,9 +61,7 @@ def _push(
     """(the object's memory, the effector) after a step under ``action`` that takes the normalised agent state
     from ``states[0]`` to ``states[1]``, the effector from ``effector``; given ``scoring`` (lists of rewards and
     success probabilities), the step's reward and success probability from the object's reward head are appended."""
-    effector_after = objects.effector_of(states[1], domain)
-    path = objects.path_of(*states, action, domain) if objects.push_path else None
-    memory = objects.step(memory, effector, effector_after, action, domain, path)
+    memory, effector_after = objects.advance(memory, *states, effector, action, domain)
     if scoring is not None:
         reward, probability = objects.rewards(memory, effector_after, domain)
         scoring[0].append(reward)
@@ -527,8 +525,7 @@ class WorldActionModel:
         states, memories, rewards, success = [], [], [], []
         scoring = (rewards, success) if scored else None
         for k in range(horizon):
-            features = objects.agent_features(state, memory, effector, actions_in[:, k])
-            state_after = (state + objects.agent_change(features, domain)) * channels
+            state_after = objects.agent_step(state, memory, effector, actions_in[:, k], domain, channels)
             memory, effector = _push(objects, memory, (state, state_after), effector, actions_in[:, k], domain, scoring)
             state = state_after
             states.append(state)
@@ -592,8 +589,7 @@ class WorldActionModel:
         scoring = (rewards, success) if scored else None
         for k in range(horizon):
             if heads:
-                features = objects.agent_features(state, memory, effector, actions_in[:, k])
-                state_after = (state + objects.agent_change(features, domain)) * channels
+                state_after = objects.agent_step(state, memory, effector, actions_in[:, k], domain, channels)
             else:
                 grid_change, state_change = prior(grid, state, actions_in[:, k], domain)
                 state_after = (state + state_change) * channels

@@ -341,6 +341,20 @@ class ObjectPose(nn.Module):
         k = self.domains.index(int(domain))
         return self.agent[str(int(domain))]((features - self.agent_mean[k]) / self.agent_std[k]) * self.agent_scale[k]
 
+    def agent_step(
+        self,
+        state: torch.Tensor,
+        memory: torch.Tensor,
+        effector: torch.Tensor,
+        action: torch.Tensor,
+        domain: int,
+        channels: torch.Tensor,
+    ) -> torch.Tensor:
+        """The normalised, padded agent state (B, state_width) a step after ``state`` under ``action``, by the
+        agent head (:meth:`agent_change` of :meth:`agent_features`); zero outside the real ``channels``."""
+        features = self.agent_features(state, memory, effector, action)
+        return (state + self.agent_change(features, domain)) * channels
+
     def path_of(
         self, state: torch.Tensor, state_after: torch.Tensor, action: torch.Tensor, domain: int
     ) -> torch.Tensor:
@@ -412,6 +426,22 @@ class ObjectPose(nn.Module):
         moved = block_frame(change[:, :2], -fold(pose[:, 2]))
         after = torch.cat([pose[:, :2] + moved, pose[:, 2:] + change[:, 2:]], 1)
         return torch.cat([pose, after, effector, goal], 1)
+
+    def advance(
+        self,
+        memory: torch.Tensor,
+        state: torch.Tensor,
+        state_after: torch.Tensor,
+        effector: torch.Tensor,
+        action: torch.Tensor,
+        domain: int,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the memory, the effector) after a step under ``action`` that takes the normalised agent state from
+        ``state`` to ``state_after`` and so the effector from ``effector`` to its map of ``state_after``: one
+        :meth:`step` with the effector's path where the push MLPs read it, as a rollout makes it."""
+        effector_after = self.effector_of(state_after, domain)
+        path = self.path_of(state, state_after, action, domain) if self.push_path else None
+        return self.step(memory, effector, effector_after, action, domain, path), effector_after
 
     def start(self, grid: torch.Tensor, state: torch.Tensor, domain: int) -> torch.Tensor:
         """The memory (B, 10) at a start: the pose read from ``grid`` (B, C, h, w), at rest (the pose a step
