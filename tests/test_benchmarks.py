@@ -138,3 +138,53 @@ def test_the_pose_conditioning_probe_scores_every_prior_on_held_out_windows(tmp_
         own = report["eval fd episodes"][f"pose-conditioned, the MLP's poses from the prior's own states{label}"]
         assert set(own["point"]) == {"h1", "h8", "h16"}
     assert report["pose readout on held-out frames"]["place_mm_mean"] > 0.0
+
+
+def _load_benchmark(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_substep_probe_records_the_control_steps_the_env_takes_and_interpolates_between_them():
+    import gymnasium as gym
+    import numpy as np
+
+    from cosmos_robot.envs import PUSH_BLOCK_IDS
+
+    probe = _load_benchmark("probe_push_substeps")
+    (states, poses, actions), *_ = probe.simulate_substeps("arm2", 1, 4, seed=7, progress=False)
+    assert len(states) == len(poses) == 4 * len(actions) + 1
+    # Replayed on a fresh env, the recorded actions reach every recorded control step's state and pose.
+    env = gym.make(PUSH_BLOCK_IDS["arm2"], pixels=False)
+    env.reset(seed=7)
+    for k, action in enumerate(actions):
+        env.step(action)
+        np.testing.assert_allclose(env.unwrapped.agent_pos(), states[4 * (k + 1)], atol=1e-6)
+        np.testing.assert_allclose(env.unwrapped.block_pose(), poses[4 * (k + 1)], atol=1e-9)
+    env.close()
+    interpolated = probe.as_block_episode((states, poses, actions), "arm2", 4, "substep_interpolated")
+    true = probe.as_block_episode((states, poses, actions), "arm2", 4, "substep_true")
+    control = probe.as_block_episode((states, poses, actions), "arm2", 4, "control_step")
+    np.testing.assert_allclose(interpolated.states[::4], states[::4], atol=1e-6)
+    np.testing.assert_allclose(interpolated.states[2], (states[0] + states[4]) / 2, atol=1e-6)
+    np.testing.assert_allclose(true.states, states, atol=1e-6)
+    assert len(control.poses) == len(actions) + 1 and (control.actions[:-1] == actions.astype(np.float32)).all()
+    with pytest.raises(ValueError, match="substeps=3; expected a divisor"):
+        probe.simulate_substeps("arm2", 1, 3, seed=7, progress=False)
+
+
+@pytest.mark.slow
+def test_the_substep_probe_scores_every_way_on_the_same_windows(tmp_path):
+    import math
+
+    args = ["--embodiment", "point", "--episodes", "40", "--test-episodes", "12", "--fit-steps", "50"]
+    report = _probe_report("probe_push_substeps.py", args + ["--horizon", "8"], tmp_path / "substeps.json")
+    windows = {report[way]["windows"] for way in ("control_step", "substep_interpolated", "substep_true")}
+    assert len(windows) == 1 and windows.pop() > 0
+    for way in ("control_step", "substep_interpolated", "substep_true"):
+        assert math.isfinite(report[way]["all_mm"]) and report[way]["all_mm"] >= 0
+        assert report[way]["copy_mm"] == report["control_step"]["copy_mm"]
