@@ -15,12 +15,18 @@ held-out episodes:
 - ``substep_true``: the same with MuJoCo's own agent state at every sub-step (the effector's true path:
   a bound on what interpolating better could buy).
 
+With ``--rollout-steps`` each is then fine-tuned through its own rollouts of ``--rollout-control-steps``
+control steps (the loss on the block's place after each control step, the gradient through every sub-step),
+as the learned env's push MLPs are after their one-step fit: a one-step fit compounds its error over four
+times as many steps when stepped four times as often, which the rollouts can teach it to correct.
+
 Targets are MuJoCo's block poses at the sub-steps (recorded by replaying each control step on a copy of
 the simulator's state). Errors are at the horizon, over the windows whose block moves more than
 ``MOVED_MM``, split by whether the window holds a throw (a control step moving the block more than
 ``--throw-mm``).
 
-    .venv/bin/python benchmarks/probe_push_substeps.py --embodiment arm2 --episodes 4000 --json out/substeps.json
+    .venv/bin/python benchmarks/probe_push_substeps.py --embodiment arm2 --rollout-steps 1500 \
+        --rollout-control-steps 8 --json out/substeps.json
 """
 
 from __future__ import annotations
@@ -43,7 +49,14 @@ from cosmos_robot.atomic import write_file_atomic  # noqa: E402
 from cosmos_robot.envs import PUSH_BLOCK_IDS  # noqa: E402
 from cosmos_robot.envs import push_block_scene as scene  # noqa: E402
 from cosmos_robot.envs.push_block import effector_from_state  # noqa: E402
-from cosmos_robot.eval.block_oracle import MOVED_MM, BlockDynamics, BlockEpisode, fit_block_dynamics  # noqa: E402
+from cosmos_robot.eval.block_oracle import (  # noqa: E402
+    MOVED_MM,
+    QUARTER_TURN,
+    BlockDynamics,
+    BlockEpisode,
+    fit_block_dynamics,
+)
+from cosmos_robot.part_training import train_part  # noqa: E402
 from cosmos_robot.policies.scripted import ScriptedExpert  # noqa: E402
 from cosmos_robot.push_data import MIX, NOISE_OFFSET, _counts  # noqa: E402
 
@@ -120,6 +133,66 @@ def as_block_episode(
     return BlockEpisode(rows.astype(np.float32), held.astype(np.float32), poses, effector_from_state(embodiment, rows))
 
 
+def _turned(vectors: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
+    """Table-frame vectors (N, 2) in the frame of a block at ``yaw`` (N,): the oracle's ``_block_frame``."""
+    c, s = torch.cos(yaw), torch.sin(yaw)
+    return torch.stack([c * vectors[:, 0] + s * vectors[:, 1], c * vectors[:, 1] - s * vectors[:, 0]], -1)
+
+
+def _step(model: BlockDynamics, effector: torch.Tensor, actions: torch.Tensor, poses, before) -> torch.Tensor:
+    """The oracle's step with autograd: poses (N, 3) after one model step, ``effector`` (N, 3, 2) the effector
+    a step before, now and after, ``actions`` (N, A)."""
+    yaw = (poses[:, 2] + QUARTER_TURN / 2) % QUARTER_TURN - QUARTER_TURN / 2
+    features = torch.cat(
+        [
+            _turned(effector[:, 1] - poses[:, :2], yaw),
+            _turned(effector[:, 2] - effector[:, 1], yaw),
+            _turned(effector[:, 1] - effector[:, 0], yaw),
+            _turned(poses[:, :2] - before[:, :2], yaw),
+            poses[:, :2],
+            actions,
+        ],
+        -1,
+    )
+    change = model(features) / model.scale
+    return poses + torch.cat([_turned(change[:, :2], -yaw), change[:, 2:]], -1)
+
+
+def fit_through_rollouts(
+    model: BlockDynamics, episodes: list[BlockEpisode], per_step: int, control_steps: int, steps: int, seed: int = 0
+) -> BlockDynamics:
+    """Fine-tune ``model`` through its own rollouts of ``control_steps`` control steps (``per_step`` model steps
+    each) from the true pose, the loss on the block's place (cm) after every control step: what the learned
+    env's push MLPs get after their one-step fit (``fit_push_rollouts``), here for sub-steps too."""
+    length = control_steps * per_step
+    usable = [e for e in episodes if len(e.poses) > length + per_step]
+    effector = [torch.from_numpy(e.effector).float() for e in usable]
+    poses = [torch.from_numpy(e.poses).float() for e in usable]
+    actions = [torch.from_numpy(e.actions) for e in usable]
+    # Windows start at control steps after the first (so the motion a control step earlier is recorded).
+    starts = [np.arange(per_step, len(e.poses) - length, per_step) for e in usable]
+    windows = torch.from_numpy(np.concatenate([np.stack([np.full(len(s), i), s], 1) for i, s in enumerate(starts)]))
+
+    def loss(rng: torch.Generator) -> torch.Tensor:
+        picked = windows[torch.randint(len(windows), (256,), generator=rng)]
+        rows = [(int(i), int(t)) for i, t in picked]
+        track = torch.stack([poses[i][t - per_step : t + length + 1] for i, t in rows])  # (B, per_step + length + 1, 3)
+        path = torch.stack([effector[i][t - 1 : t + length + 1] for i, t in rows])  # (B, length + 2, 2)
+        held = torch.stack([actions[i][t : t + length] for i, t in rows])
+        now = track[:, per_step]
+        before = now - (now - track[:, 0]) / per_step
+        total = torch.zeros(())
+        for k in range(length):
+            now, before = _step(model, path[:, k : k + 3], held[:, k], now, before), now
+            if (k + 1) % per_step == 0:
+                total = total + ((now[:, :2] - track[:, per_step + k + 1, :2]) * 100.0).pow(2).sum(-1).mean()
+        return total / control_steps
+
+    model.requires_grad_(True).train()
+    train_part(model, loss, steps, 5e-4, seed, "through rollouts", progress=False)
+    return model.requires_grad_(False).eval()
+
+
 @torch.no_grad()
 def rollout_errors(
     model: BlockDynamics, episodes: list[BlockEpisode], per_step: int, horizon: int, stride: int = 4
@@ -155,6 +228,10 @@ def main() -> None:
     parser.add_argument("--test-episodes", type=int, default=400)
     parser.add_argument("--substeps", type=int, default=4, help="sub-steps per control step")
     parser.add_argument("--fit-steps", type=int, default=4000, help="optimiser steps at control steps (2x sub-stepped)")
+    parser.add_argument(
+        "--rollout-steps", type=int, default=0, help="then fine-tune each through its rollouts, steps (0: no)"
+    )
+    parser.add_argument("--rollout-control-steps", type=int, default=4, help="control steps per training rollout")
     parser.add_argument("--horizon", type=int, default=16)
     parser.add_argument(
         "--throw-mm", type=float, default=30.0, help="a control step that moves the block more is a throw"
@@ -162,8 +239,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=TRAIN_SEED, help="seed of the first training episode")
     parser.add_argument("--json", default=None, help="also write the numbers here")
     args = parser.parse_args()
-    if min(args.episodes, args.test_episodes, args.substeps, args.fit_steps, args.horizon) < 1:
-        parser.error("--episodes, --test-episodes, --substeps, --fit-steps and --horizon must be positive")
+    if (
+        min(args.episodes, args.test_episodes, args.substeps, args.fit_steps, args.horizon, args.rollout_control_steps)
+        < 1
+    ):
+        parser.error(
+            "--episodes, --test-episodes, --substeps, --fit-steps, --horizon, --rollout-control-steps: expected >= 1"
+        )
+    if args.rollout_steps < 0:
+        parser.error(f"--rollout-steps={args.rollout_steps}; expected 0 or more")
     # Each demonstrator of the mix runs its own block of NOISE_OFFSET seeds.
     if max(_counts(args.episodes) + _counts(args.test_episodes)) > NOISE_OFFSET:
         parser.error(f"--episodes={args.episodes}, --test-episodes={args.test_episodes}: too many for the seeds")
@@ -182,6 +266,8 @@ def main() -> None:
         "substeps": args.substeps,
         "horizon": args.horizon,
         "throw_mm": args.throw_mm,
+        "rollout_steps": args.rollout_steps,
+        "rollout_control_steps": args.rollout_control_steps,
     }
     for way in WAYS:
         per_step = 1 if way == "control_step" else args.substeps
@@ -190,6 +276,9 @@ def main() -> None:
             steps=args.fit_steps * (1 if per_step == 1 else 2),
             seed=0,
         )
+        if args.rollout_steps:
+            trained = [as_block_episode(e, args.embodiment, args.substeps, way) for e in train]
+            fit_through_rollouts(model, trained, per_step, args.rollout_control_steps, args.rollout_steps)
         held_out = [as_block_episode(e, args.embodiment, args.substeps, way) for e in test]
         errors, moved, largest = rollout_errors(model, held_out, per_step, args.horizon)
         kept = moved > MOVED_MM

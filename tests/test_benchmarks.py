@@ -182,9 +182,41 @@ def test_the_substep_probe_scores_every_way_on_the_same_windows(tmp_path):
     import math
 
     args = ["--embodiment", "point", "--episodes", "40", "--test-episodes", "12", "--fit-steps", "50"]
-    report = _probe_report("probe_push_substeps.py", args + ["--horizon", "8"], tmp_path / "substeps.json")
+    args += ["--horizon", "8", "--rollout-steps", "3", "--rollout-control-steps", "2"]
+    report = _probe_report("probe_push_substeps.py", args, tmp_path / "substeps.json")
+    assert report["rollout_steps"] == 3
     windows = {report[way]["windows"] for way in ("control_step", "substep_interpolated", "substep_true")}
     assert len(windows) == 1 and windows.pop() > 0
     for way in ("control_step", "substep_interpolated", "substep_true"):
         assert math.isfinite(report[way]["all_mm"]) and report[way]["all_mm"] >= 0
         assert report[way]["copy_mm"] == report["control_step"]["copy_mm"]
+
+
+def test_the_substep_probes_differentiable_step_is_the_oracles_step():
+    import numpy as np
+    import torch
+
+    from cosmos_robot.eval.block_oracle import BlockDynamics, BlockEpisode, _features
+
+    probe = _load_benchmark("probe_push_substeps")
+    rng = np.random.default_rng(0)
+    episode = BlockEpisode(
+        rng.normal(size=(6, 2)).astype(np.float32),
+        rng.normal(size=(6, 2)).astype(np.float32),
+        rng.normal(size=(6, 3)) * [0.1, 0.1, 2.0],
+        rng.normal(size=(6, 2)) * 0.1,
+    )
+    t = np.array([1, 3])
+    poses, before = episode.poses[t], episode.poses[t - 1] + 0.01
+    features = torch.from_numpy(_features(episode, t, poses, before))
+    torch.manual_seed(0)
+    model = BlockDynamics(features.shape[1], features.mean(0), features.std(0) + 1.0)
+    path = torch.from_numpy(np.stack([episode.effector[t - 1], episode.effector[t], episode.effector[t + 1]], 1))
+    stepped = probe._step(
+        model,
+        path.float(),
+        torch.from_numpy(episode.actions[t]),
+        torch.from_numpy(poses).float(),
+        torch.from_numpy(before).float(),
+    )
+    np.testing.assert_allclose(stepped.detach().numpy(), model.step(episode, t, poses, before), atol=1e-5)
