@@ -64,7 +64,7 @@ def test_the_fit_learns_the_goal_and_the_recorded_rewards(prepared):
     # Scored on the training split: the smoke data's four episodes per robot hold three goals.
     data, config = prepared
     scores = {}
-    for steps in (1, 200):
+    for steps in (1, 120):
         network = carrying(data, config)
         attach_object_reward(network)
         report = fit_object_reward(network, data, steps, seed=0, progress=False)
@@ -74,7 +74,7 @@ def test_the_fit_learns_the_goal_and_the_recorded_rewards(prepared):
             domain = data.data[name].embodiment.domain_id
             scores[steps] |= {name: score_rewards(objects, reward_examples(data, name, "train"), domain)}
     objects = network.object_pose
-    untrained, trained = scores[1], scores[200]
+    untrained, trained = scores[1], scores[120]
     assert {"goal_readout_mm", "point_reward_mae", "arm2_success_recall", "seconds"} <= set(report)
     assert trained["goal"] < 0.5 * untrained["goal"]
     for name in ("point", "arm2"):

@@ -20,6 +20,10 @@ from cosmos_robot.phase_checkpoint import PHASES, load_phase
 from cosmos_robot.train import TrainConfig, Trainer, export_inference, learning_rate
 from tests.conftest import smoke_config
 
+# The smoke recipe fits the decoder to the prior's and the drawer's rollouts (~4 s with their held-out
+# passes); tests of other phases leave those fits out.
+NO_DECODER_FITS = {"rollout_decoder_steps": 0, "rollout_decoder_drawer": False}
+
 
 def test_smoke_training_writes_a_loadable_checkpoint(smoke_checkpoint):
     ckpt = load_checkpoint(smoke_checkpoint, with_training=True)
@@ -296,6 +300,7 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
 
 def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):
     changes = {"steps": 2, "ae_steps": 2, "forward_steps": 2, "forward_finetune_steps": 0, "prior_steps": 3}
+    changes |= NO_DECODER_FITS
     trainer = Trainer(smoke_config(smoke_data, tmp_path / "x", val_every=0, **changes), progress=False)
     alone = {k: v.clone() for k, v in trainer.network.action_prior.state_dict().items()}
     trainer.run()
@@ -308,6 +313,7 @@ def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_d
 
 def test_an_inverse_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):
     changes = {"steps": 2, "ae_steps": 2, "forward_steps": 2, "forward_finetune_steps": 0, "inverse_steps": 3}
+    changes |= NO_DECODER_FITS
     trainer = Trainer(smoke_config(smoke_data, tmp_path / "x", val_every=0, **changes), progress=False)
     alone = {k: v.clone() for k, v in trainer.network.inverse_prior.state_dict().items()}
     trainer.run()
@@ -328,7 +334,7 @@ def test_the_forward_prior_trains_on_rollouts_of_the_configured_length(smoke_dat
 
     monkeypatch.setattr(train_module, "train_forward_prior", recording)
     changes = {"steps": 1, "ae_steps": 2, "forward_steps": 2, "forward_rollout": 2, "val_every": 0}
-    changes |= {"forward_finetune_steps": 2, "forward_finetune_rollout": 3}
+    changes |= {"forward_finetune_steps": 2, "forward_finetune_rollout": 3} | NO_DECODER_FITS
     trainer = Trainer(smoke_config(smoke_data, tmp_path / "x", **changes), progress=False)
     assert lengths == [2, 3]  # short rollouts first, then the second stage's longer ones
     assert trainer.forward_prior["latent_mse"] > 0  # read at ROLLOUT_STEPS, whatever the training length
