@@ -372,6 +372,19 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
     def share(counts: dict[str, int]) -> str:
         return "-" if not counts["shown"] else f"{counts['found'] / counts['shown']:.2f} of {counts['shown']}"
 
+    def worst(shares: list[float | None]) -> str:
+        present = [v for v in shares if v is not None]
+        return "-" if not present else f"{min(present):.3f}"
+
+    floor = ""
+    if result.autoencoder_floor is not None:
+        # What the decoder alone loses of MuJoCo's own frames, beside the env's worst horizon.
+        ae = result.autoencoder_floor
+        floor = (
+            f"effector found at its worst horizon {worst(result.effector_found)} against "
+            f"{worst(ae['effector_found'])} for the autoencoder's reconstructions of MuJoCo's frames (their "
+            f"block error h{h} {mm(ae['block_error_mm'], h)} mm, effector {mm(ae['effector_error_mm'], h)} mm); "
+        )
     expert = result.per_source["expert"]
     found = "/".join(mm(result.effector_found, at, 2) for at in (1, 8, h))
     places = result.effector_found_by_place
@@ -388,7 +401,7 @@ def _run_eval_fd(args: argparse.Namespace) -> None:
         f"agent_pos error h1/h{h} {result.state_error[0]:.4f}/{result.state_error[-1]:.4f} (its units); "
         f"PSNR h1/h8/h{h} {result.psnr[0]:.1f}/{result.psnr[7]:.1f}/{result.psnr[-1]:.1f} dB vs copy-last "
         f"{result.psnr_copy_last[0]:.1f}/{result.psnr_copy_last[7]:.1f}/{result.psnr_copy_last[-1]:.1f}, "
-        f"delta_psnr_shuffled {result.delta_psnr_shuffled:.2f} dB; written to {args.json}, {plot}, {strip}"
+        f"delta_psnr_shuffled {result.delta_psnr_shuffled:.2f} dB; {floor}written to {args.json}, {plot}, {strip}"
     )
 
 

@@ -241,6 +241,19 @@ class WorldActionModel:
             self.processor.pad_states(name, states_norm),
         ).to(self.device)
 
+    @torch.no_grad()
+    def reconstruct(self, frames: np.ndarray) -> np.ndarray:
+        """Real frames (B, T, H, W, 3) uint8 through the autoencoder: encoded, then the full decoder's plain
+        decode (no pixel residual). What the decoder alone loses of real frames, the floor under every drawn
+        frame (``eval fd``'s ``autoencoder_floor``)."""
+        frames = np.asarray(frames)
+        size = self.image_size
+        if frames.ndim != 5 or frames.shape[2:] != (size, size, 3) or frames.dtype != np.uint8:
+            raise ValueError(
+                f"frames has shape {frames.shape} and dtype {frames.dtype}; expected uint8 (B, T, {size}, {size}, 3)"
+            )
+        return self._decode(self._encode(frames))
+
     def _encode(self, frames_bthwc: np.ndarray) -> torch.Tensor:
         b, t = frames_bthwc.shape[:2]
         flat = torch.from_numpy(np.ascontiguousarray(frames_bthwc.reshape(b * t, *frames_bthwc.shape[2:])))

@@ -329,6 +329,17 @@ def test_forward_dynamics_draws_with_the_fast_decoder_and_reuses_the_reference_d
     assert calls[2:] == [False, False] and full.frames.shape == second.frames.shape
 
 
+def test_reconstruct_is_the_autoencoders_plain_decode_of_the_frames(model, episode):
+    frames = episode[0][None, :3]
+    rebuilt = model.reconstruct(frames)
+    assert rebuilt.shape == frames.shape and rebuilt.dtype == np.uint8
+    tokens = model.autoencoder.frames_to_tokens(torch.from_numpy(frames[0]))
+    expected = model.autoencoder.tokens_to_frames(tokens, model.config.latent_grid).numpy()
+    np.testing.assert_array_equal(rebuilt[0], expected)
+    with pytest.raises(ValueError, match=r"frames has shape \(3, 64, 64, 3\)"):
+        model.reconstruct(frames[0])
+
+
 def test_forward_path_is_checked(model):
     with pytest.raises(ValueError, match="forward_path='mot'; expected one of"):
         model.forward_path = "mot"

@@ -12,7 +12,9 @@ Object level (:mod:`cosmos_robot.eval.objects`): per horizon, the share of imagi
 effector and the block are found and their error in mm against the detection on the MuJoCo frame,
 with the true and with the shuffled actions; the block's error had it stayed where it started (the
 copy-last baseline of the block: how far MuJoCo moved it); and the detector's own floor on the real
-frames. They read exactly the frames the env returns.
+frames. They read exactly the frames the env returns. Where the model has an autoencoder
+(``reconstruct``), the same object metrics of its plain reconstructions of MuJoCo's own frames are beside
+them (``autoencoder_floor``): what the decoder alone loses, which no drawn frame can be expected to beat.
 
 Reward and success are not read here, so the env is given them as functions: it then runs in the
 configuration ``benchmarks/bench_fd_env.py`` times for pixel observations (no MoT pass; the frames and
@@ -95,6 +97,9 @@ class FDResult(EvalResult):
             (``found``): :func:`cosmos_robot.eval.objects.effector_found_by_place`.
         detector_floor_mm: per object, the detector's mean error on the real frames against MuJoCo's
             true positions (what the errors above cannot go below).
+        autoencoder_floor: per horizon, ``effector_found``, ``block_found``, ``effector_error_mm`` and
+            ``block_error_mm`` of the model's own reconstructions of MuJoCo's frames (pooled as above); None for
+            a model without ``reconstruct`` (MuJoCo itself, a backend without an autoencoder).
         per_source: the same metrics for each action source (expert, noisy, random).
         episodes_per_source, sources, sampling_steps, seeds: the settings.
         example: one episode's real and imagined frames, for the frame strip (not in the JSON).
@@ -120,6 +125,7 @@ class FDResult(EvalResult):
     effector_error_mm_shuffled: list[float | None]
     effector_found_by_place: dict[str, dict[str, int]]
     detector_floor_mm: dict[str, float | None]
+    autoencoder_floor: dict[str, list[float | None]] | None
     per_source: dict[str, dict[str, Any]]
     episodes_per_source: int
     sources: dict[str, float]
@@ -217,6 +223,16 @@ def _pooled_share(per_source: list[dict[str, Any]], share: str, visible: str, sh
     return pooled
 
 
+def _pooled_floor(per_source: list[dict[str, Any]]) -> dict[str, list[float | None]]:
+    """The reconstructions' object metrics over all sources: shares pooled by frames, errors averaged."""
+    return {
+        "effector_found": _pooled_share(per_source, "effector_found", "effector_visible", True),
+        "block_found": _pooled_share(per_source, "block_found", "block_visible", True),
+        "effector_error_mm": _mean_over_sources([m["effector_error_mm"] for m in per_source]),
+        "block_error_mm": _mean_over_sources([m["block_error_mm"] for m in per_source]),
+    }
+
+
 def _no_reward(obs: dict[str, np.ndarray], action: np.ndarray, next_obs: dict[str, np.ndarray]) -> float:
     return 0.0
 
@@ -270,6 +286,10 @@ def evaluate_fd(
         metrics["detector_floor_mm"] = detector_floor_mm(
             real["frames"], {"effector": real["effector"], "block": real["block"]}
         )
+        if hasattr(model, "reconstruct"):
+            metrics["autoencoder_floor"] = object_metrics(
+                real["frames"][:, 1:], model.reconstruct(real["frames"][:, 1:])
+            )
         metrics["delta_psnr_shuffled"] = metrics["psnr"][SHUFFLED_AT - 1] - metrics["psnr_shuffled"][SHUFFLED_AT - 1]
         per_source[name] = metrics
         for key in POOLED:
@@ -304,6 +324,9 @@ def evaluate_fd(
         effector_error_mm_shuffled=mean["effector_error_mm_shuffled"],
         effector_found_by_place=by_place,
         detector_floor_mm={name: _mean_or_none([f[name] for f in floors]) for name in OBJECTS},
+        autoencoder_floor=_pooled_floor([m["autoencoder_floor"] for m in source_metrics])
+        if "autoencoder_floor" in source_metrics[0]
+        else None,
         beats_copy_last_at=[
             h for h, (a, b) in enumerate(zip(mean["psnr"], mean["psnr_copy_last"], strict=True), 1) if a > b
         ],

@@ -29,6 +29,11 @@ def test_fd_fidelity_reports_per_horizon_metrics(model):
     # Object level: one value per horizon, and a detector that finds real objects within a few mm.
     assert len(result.effector_found) == len(result.block_error_mm) == len(result.effector_error_mm_shuffled) == 8
     assert 0 < result.detector_floor_mm["effector"] < 10 and 0 < result.detector_floor_mm["block"] < 10
+    # The model's own reconstructions of MuJoCo's frames are scored beside it, per horizon.
+    floor = result.autoencoder_floor
+    assert set(floor) == {"effector_found", "block_found", "effector_error_mm", "block_error_mm"}
+    assert all(len(values) == 8 for values in floor.values())
+    assert all(share is None or 0.0 <= share <= 1.0 for share in floor["effector_found"] + floor["block_found"])
 
 
 def test_fd_fidelity_rejects_short_horizons(model):

@@ -51,6 +51,31 @@ def test_fd_fidelity_scores_the_oracle_perfectly_and_sees_shuffled_actions():
     assert result.state_error == [0.0] * 8
     assert result.effector_error_mm_shuffled[7] > 20.0 and result.delta_psnr_shuffled > 20.0
     assert result.beats_copy_last_at == list(range(1, 9))
+    assert result.autoencoder_floor is None  # MuJoCo draws its own frames: no autoencoder to score
+
+
+class Reconstructing(MuJoCoOracle):
+    """MuJoCo with an "autoencoder": ``keep`` returns the frames as they are, else a bare grey table."""
+
+    def __init__(self, env_id, seeds, keep):
+        super().__init__(env_id, seeds=seeds)
+        self.keep = keep
+
+    def reconstruct(self, frames):
+        frames = np.asarray(frames)
+        return frames.copy() if self.keep else np.full_like(frames, 200)
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_the_autoencoder_floor_reads_the_reconstructions(keep):
+    model = Reconstructing(POINT, range(EVAL_SEED, EVAL_SEED + 2), keep)
+    result = evaluate_fd(model, "point", episodes=2, horizon=8, sampling_steps=1, progress=False)
+    floor = result.autoencoder_floor
+    if keep:  # a perfect autoencoder loses nothing
+        assert floor["effector_found"] == [1.0] * 8 and floor["block_error_mm"] == [0.0] * 8
+    else:  # one that draws an empty table finds nothing, so has no error to report
+        assert floor["effector_found"] == [0.0] * 8 and floor["block_error_mm"] == [None] * 8
+    assert result.effector_found == [1.0] * 8  # the env's own frames are scored as before
 
 
 def test_fd_fidelity_finds_every_object_of_the_oracle_even_when_it_leaves_mujocos_view():
