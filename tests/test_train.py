@@ -298,6 +298,7 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     assert {"psnr_before", "psnr_after", "seconds"} <= set(drawn) and drawn["seconds"] > 0
 
 
+@pytest.mark.slow  # a whole smoke Trainer, end to end
 def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):
     changes = {"steps": 2, "ae_steps": 2, "forward_steps": 2, "forward_finetune_steps": 0, "prior_steps": 3}
     changes |= NO_DECODER_FITS
@@ -311,6 +312,7 @@ def test_an_action_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_d
     assert set(measured["val_loss"]) == {"arm2", "point"} and measured["seconds"] > 0
 
 
+@pytest.mark.slow  # a whole smoke Trainer, end to end
 def test_an_inverse_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_data, tmp_path):
     changes = {"steps": 2, "ae_steps": 2, "forward_steps": 2, "forward_finetune_steps": 0, "inverse_steps": 3}
     changes |= NO_DECODER_FITS
@@ -324,6 +326,7 @@ def test_an_inverse_prior_trained_alone_is_frozen_in_the_mot_and_recorded(smoke_
     assert set(measured["val_r2"]) == {"arm2", "point"} and measured["seconds"] > 0
 
 
+@pytest.mark.slow  # a whole smoke Trainer, end to end
 def test_the_forward_prior_trains_on_rollouts_of_the_configured_length(smoke_data, tmp_path, monkeypatch):
     lengths = []
     train_forward_prior = train_module.train_forward_prior
