@@ -244,8 +244,9 @@ class WorldActionModel:
     @torch.no_grad()
     def reconstruct(self, frames: np.ndarray) -> np.ndarray:
         """Real frames (B, T, H, W, 3) uint8 through the autoencoder: encoded, then the full decoder's plain
-        decode (no pixel residual). What the decoder alone loses of real frames, the floor under every drawn
-        frame (``eval fd``'s ``autoencoder_floor``)."""
+        decode (no pixel residual). What the decoder alone loses of real frames (``eval fd``'s
+        ``autoencoder_floor``); the env's frames keep the camera's pixels where little changes, so they can lose
+        less."""
         frames = np.asarray(frames)
         size = self.image_size
         if frames.ndim != 5 or frames.shape[2:] != (size, size, 3) or frames.dtype != np.uint8:

@@ -14,7 +14,8 @@ with the true and with the shuffled actions; the block's error had it stayed whe
 copy-last baseline of the block: how far MuJoCo moved it); and the detector's own floor on the real
 frames. They read exactly the frames the env returns. Where the model has an autoencoder
 (``reconstruct``), the same object metrics of its plain reconstructions of MuJoCo's own frames are beside
-them (``autoencoder_floor``): what the decoder alone loses, which no drawn frame can be expected to beat.
+them (``autoencoder_floor``): what the decoder alone loses of real frames (the env's frames, which keep the
+camera's pixels where little changes, can lose less).
 
 Reward and success are not read here, so the env is given them as functions: it then runs in the
 configuration ``benchmarks/bench_fd_env.py`` times for pixel observations (no MoT pass; the frames and
