@@ -58,7 +58,7 @@ from cosmos_robot.eval.block_oracle import (  # noqa: E402
 )
 from cosmos_robot.part_training import train_part  # noqa: E402
 from cosmos_robot.policies.scripted import ScriptedExpert  # noqa: E402
-from cosmos_robot.push_data import MIX, NOISE_OFFSET, _counts  # noqa: E402
+from cosmos_robot.push_data import MIX, NOISE_OFFSET, mix_seeds  # noqa: E402
 
 # Seeds of this probe's episodes: their own, clear of the recipe's data and simulated pushes (100_000+),
 # the tuning seeds (300_000+) and the evaluations' (500_000+).
@@ -80,13 +80,13 @@ def simulate_substeps(
     unwrapped = env.unwrapped
     agent = unwrapped._agent_qadr
     block = unwrapped._block_qadr
+    levels = mix_seeds(episodes, seed)
     out = []
     bar = tqdm(total=episodes, desc=f"simulate {embodiment} sub-steps", unit="ep", disable=not progress)
     try:
-        for level, ((noise, _), count) in enumerate(zip(MIX, _counts(episodes), strict=True)):
+        for noise, seeds in levels:
             actor = ScriptedExpert.for_env(env, noise=noise)
-            for k in range(count):
-                episode_seed = seed + level * NOISE_OFFSET + k
+            for episode_seed in seeds:
                 actor.reset(seed=episode_seed)
                 obs, info = env.reset(seed=episode_seed)
                 states, poses, actions = [unwrapped.data.qpos[agent].copy()], [unwrapped.data.qpos[block].copy()], []
@@ -248,9 +248,10 @@ def main() -> None:
         )
     if args.rollout_steps < 0:
         parser.error(f"--rollout-steps={args.rollout_steps}; expected 0 or more")
-    # Each demonstrator of the mix runs its own block of NOISE_OFFSET seeds.
-    if max(_counts(args.episodes) + _counts(args.test_episodes)) > NOISE_OFFSET:
-        parser.error(f"--episodes={args.episodes}, --test-episodes={args.test_episodes}: too many for the seeds")
+    try:  # each demonstrator of the mix runs its own block of NOISE_OFFSET seeds
+        mix_seeds(max(args.episodes, args.test_episodes), args.seed)
+    except ValueError as error:
+        parser.error(str(error))
     if not 0 <= args.seed <= TEST_SEED - len(MIX) * NOISE_OFFSET:
         parser.error(
             f"--seed={args.seed}: expected 0..{TEST_SEED - len(MIX) * NOISE_OFFSET}, clear of the held-out seeds"
@@ -271,13 +272,9 @@ def main() -> None:
     }
     for way in WAYS:
         per_step = 1 if way == "control_step" else args.substeps
-        model = fit_block_dynamics(
-            [as_block_episode(e, args.embodiment, args.substeps, way) for e in train],
-            steps=args.fit_steps * (1 if per_step == 1 else 2),
-            seed=0,
-        )
+        trained = [as_block_episode(e, args.embodiment, args.substeps, way) for e in train]
+        model = fit_block_dynamics(trained, steps=args.fit_steps * (1 if per_step == 1 else 2), seed=0)
         if args.rollout_steps:
-            trained = [as_block_episode(e, args.embodiment, args.substeps, way) for e in train]
             fit_through_rollouts(model, trained, per_step, args.rollout_control_steps, args.rollout_steps)
         held_out = [as_block_episode(e, args.embodiment, args.substeps, way) for e in test]
         errors, moved, largest = rollout_errors(model, held_out, per_step, args.horizon)

@@ -53,6 +53,16 @@ def _counts(episodes: int) -> list[int]:
     return counts
 
 
+def mix_seeds(episodes: int, first: int) -> list[tuple[float, range]]:
+    """The recipe's mix of demonstrators as (noise, seeds) per level of :data:`MIX`, ``episodes`` in all: the level
+    at mix index ``i`` runs seeds ``first + i * NOISE_OFFSET + k`` (every level a block of its own)."""
+    counts = _counts(episodes)
+    if max(counts) > NOISE_OFFSET:
+        raise ValueError(f"episodes={episodes}: more than {NOISE_OFFSET} at one noise level would reuse seeds")
+    start = [first + level * NOISE_OFFSET for level in range(len(MIX))]
+    return [(noise, range(s, s + count)) for (noise, _), s, count in zip(MIX, start, counts, strict=True)]
+
+
 def simulate_pushes(embodiment: str, episodes: int, seed: int = PUSH_DATA_SEED, progress: bool = True) -> PushEpisodes:
     """``episodes`` state-only episodes of ``embodiment``'s PushBlock, the recipe's mix of demonstrators.
 
@@ -63,10 +73,8 @@ def simulate_pushes(embodiment: str, episodes: int, seed: int = PUSH_DATA_SEED, 
         raise ValueError(f"embodiment={embodiment!r}; expected a PushBlock embodiment, one of {sorted(PUSH_BLOCK_IDS)}")
     if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
         raise ValueError(f"episodes={episodes!r}; expected a positive integer")
-    counts = _counts(episodes)
-    if max(counts) > NOISE_OFFSET:
-        raise ValueError(f"episodes={episodes}: more than {NOISE_OFFSET} at one noise level would reuse seeds")
     first = seed + EMBODIMENT_OFFSET[embodiment]
+    levels = mix_seeds(episodes, first)
     if first + len(MIX) * NOISE_OFFSET > TUNING_SEED:
         raise ValueError(
             f"seed={seed}: its episodes would reach the tuning seeds ({TUNING_SEED}+); expected a lower seed"
@@ -75,10 +83,9 @@ def simulate_pushes(embodiment: str, episodes: int, seed: int = PUSH_DATA_SEED, 
     states, actions, poses, bounds = [], [], [], []
     bar = tqdm(total=episodes, desc=f"simulate {embodiment} pushes", unit="ep", disable=not progress)
     try:
-        for level, ((noise, _), count) in enumerate(zip(MIX, counts, strict=True)):
+        for noise, seeds in levels:
             actor = ScriptedExpert.for_env(env, noise=noise)
-            for k in range(count):
-                episode_seed = first + level * NOISE_OFFSET + k
+            for episode_seed in seeds:
                 actor.reset(seed=episode_seed)
                 unwrapped = env.unwrapped
                 episode = run_episode(
