@@ -175,13 +175,17 @@ RECIPES: dict[str, Recipe] = {
             "object_reward_steps": 2,
             "object_agent_steps": 2,
             "object_agent_rollout_steps": 1,
-            # The default's kind of forward prior (warp, ReLU blocks, bfloat16 trunk), so the tests train,
-            # save and serve that path end to end.
+            "object_push_steps": 3,
+            "prior_steps": 2,
+            "inverse_steps": 2,
+            # The default's kind of forward prior (warp, ReLU blocks, bfloat16 trunk) and of drawer (told the
+            # effector), so the tests train, save and serve that path end to end.
             "model_overrides": {
                 "forward_prior": True,
                 "forward_warp": True,
                 "forward_block": "relu",
                 "forward_bfloat16": True,
+                "object_effector_maps": True,
             },
             "val_every": 5,
             "checkpoint_every": 5,

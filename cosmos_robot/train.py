@@ -60,6 +60,11 @@ from cosmos_robot.phase_checkpoint import (
 )
 from cosmos_robot.rollout_decoder_training import fit_decoder_to_rollouts
 
+# The carried object's switches among ModelConfig's fields: they need the object's embodiments
+# (``object_pose_domains``), which only the loaded data decide, so the model is configured without them
+# until then (TrainConfig.model_config).
+OBJECT_SWITCHES = ("object_effector_maps", "object_push_path")
+
 MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
 
 
@@ -258,6 +263,12 @@ class TrainConfig:
                 f"rollout_decoder_drawer=True but rollout_decoder_steps={self.rollout_decoder_steps}, "
                 f"object_fit_steps={self.object_fit_steps}; expected both > 0 (a decoder fit, an object's drawer)"
             )
+        switched = [key for key in OBJECT_SWITCHES if self.model_overrides.get(key)]
+        if switched and not self.object_fit_steps:
+            raise ValueError(
+                f"model_overrides sets {switched[0]}=True but object_fit_steps=0; expected object_fit_steps > 0 "
+                f"(the switch is the carried object's) or {switched[0]} left out"
+            )
         other_object_steps = (
             self.object_prior_steps
             or self.object_push_rollout_steps
@@ -298,17 +309,34 @@ class TrainConfig:
         if not 1 <= self.context_frames < self.num_frames:
             raise ValueError(f"context_frames={self.context_frames}; expected 1..num_frames-1 ({self.num_frames - 1})")
 
-    def model_config(self) -> ModelConfig:
+    def model_config(self, object_pose_domains: tuple[int, ...] = ()) -> ModelConfig:
         """The preset with overrides applied, its shared action and state widths widened (to a multiple of 8)
-        where a dataset's robot is wider: a fresh model fits the robots it is trained on."""
+        where a dataset's robot is wider: a fresh model fits the robots it is trained on.
+
+        Args:
+            object_pose_domains: the embodiments whose block is carried (known once the data are loaded).
+                Given, the config carries the object: its reward and agent heads where their steps are set,
+                and the object's switches of ``model_overrides`` (:data:`OBJECT_SWITCHES`); empty, it is the
+                model before the object, without those switches (they need the object's embodiments).
+        """
         config = preset(self.preset).to_dict() | self.model_overrides
+        switches = {key: config.pop(key) for key in OBJECT_SWITCHES if key in config}
         widths = [source_widths(d) for d in self.datasets]
         for key, widest in (("action_width", max(w[0] for w in widths)), ("state_width", max(w[1] for w in widths))):
             if key not in self.model_overrides:
                 config[key] = max(config[key], -(-widest // 8) * 8)
         if self.forward_state_steps:  # the term that the state head's fit trains
             config["forward_state_action"] = True
-        return ModelConfig.from_dict(config)
+        model = ModelConfig.from_dict(config)
+        if not object_pose_domains:
+            return model
+        return replace(
+            model,
+            object_pose_domains=tuple(object_pose_domains),
+            object_reward=bool(self.object_reward_steps),
+            object_agent=bool(self.object_agent_steps),
+            **switches,
+        )
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:
@@ -449,13 +477,7 @@ class Trainer:
                     f"object_fit_steps={config.object_fit_steps} but no dataset records a PushBlock block's pose "
                     f"({OBS_ENV_STATE}); expected point or arm2 datasets, or object_fit_steps=0"
                 )
-            domains = tuple(self.data.data[n].embodiment.domain_id for n in carried)
-            model_config = replace(
-                model_config,
-                object_pose_domains=domains,
-                object_reward=bool(config.object_reward_steps),
-                object_agent=bool(config.object_agent_steps),
-            )
+            model_config = config.model_config(tuple(self.data.data[n].embodiment.domain_id for n in carried))
 
         torch.manual_seed(config.seed + 1)
         self.network = WorldActionNetwork(model_config).to(self.device)

@@ -55,6 +55,16 @@ def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_ste
     assert not previous.train.get("prior_steps") and not previous.train.get("fast_decoder_steps")
 
 
+def test_the_smoke_recipe_switches_on_every_part_the_default_switches_on():
+    # The tests train the smoke recipe end to end: a switch of the default's model that the smoke recipe
+    # leaves off is a path that `train --recipe default` runs and no test does.
+    default, smoke = get_recipe("default").train, get_recipe("smoke").train
+    switched = {key for key, value in default["model_overrides"].items() if value is True}
+    assert switched <= {key for key, value in smoke["model_overrides"].items() if value is True}
+    steps = {key for key, value in default.items() if key.endswith("_steps") and value}
+    assert steps <= {key for key, value in smoke.items() if key.endswith("_steps") and value}
+
+
 def test_an_unknown_recipe_names_the_known_ones():
     with pytest.raises(ValueError, match="recipe='nope'.*'default'"):
         get_recipe("nope")

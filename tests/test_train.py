@@ -264,6 +264,10 @@ def test_learning_rate_warms_up_then_decays():
             {"forward_steps": 5, "object_fit_steps": 3, "object_agent_rollout_steps": 3},
             "object_agent_rollout_steps=3 but object_agent_steps=0",
         ),
+        (
+            {"forward_steps": 5, "model_overrides": {"forward_prior": True, "object_effector_maps": True}},
+            "model_overrides sets object_effector_maps=True but object_fit_steps=0",
+        ),
     ],
 )
 def test_bad_training_settings_are_rejected(changes, message):
@@ -296,6 +300,10 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     # ... and then fits the decoder again, to the drawer's rollouts: the frames the env decodes.
     drawn = measured["decoder_on_drawer"]
     assert {"psnr_before", "psnr_after", "seconds"} <= set(drawn) and drawn["seconds"] > 0
+    # As the default's: the drawer is told the effector, the action and inverse priors train alone.
+    assert ckpt.network.config.object_effector_maps and ckpt.network.object_pose.tells_effector
+    assert {"val_loss", "seconds"} <= set(ckpt.training["action_prior"])
+    assert ckpt.training["inverse_prior"]["seconds"] > 0
 
 
 @pytest.mark.slow  # a whole smoke Trainer, end to end
@@ -356,6 +364,19 @@ def test_export_halves_the_weights(smoke_checkpoint, tmp_path):
         smoke_checkpoint / "model.safetensors"
     ).stat().st_size
     assert load_file(str(exported / "model.safetensors"))["frame_in.weight"].dtype == torch.float16
+
+
+def test_the_objects_switches_wait_for_the_objects_embodiments(smoke_data, tmp_path):
+    # The carried object's embodiments come from the loaded data: before them the model is configured
+    # without the object's switches (a ModelConfig refuses them without embodiments), after them with.
+    config = smoke_config(
+        smoke_data, tmp_path / "ckpt", model_overrides={"forward_prior": True, "object_effector_maps": True}
+    )
+    before = config.model_config()
+    assert before.object_pose_domains == () and not before.object_effector_maps
+    after = config.model_config((1, 0))
+    assert after.object_pose_domains == (1, 0) and after.object_effector_maps
+    assert after.object_reward and after.object_agent  # the smoke recipe fits both heads
 
 
 def test_a_fresh_model_widens_its_shared_widths_to_fit_its_robots(smoke_data, tmp_path):
