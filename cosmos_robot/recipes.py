@@ -1,8 +1,9 @@
 """Named training recipes: the data to collect and the training configuration, in one place.
 
-``cosmos-robot train --recipe default --export <folder>`` reproduces the shipped default model (~58
-minutes on 2 cores): it collects the demonstrations below into ``--data-dir`` (skipping datasets already
-there), trains, writes the checkpoint and its float16 export. Seeds of recipe data stay below 100000;
+``cosmos-robot train --recipe default --export <folder>`` trains a model like the shipped default (~84
+minutes on 2 cores from collected data; the shipped one was assembled by refits of its parts, and the two
+are compared in docs/results.md): it collects the demonstrations below into ``--data-dir`` (skipping
+datasets already there), trains, writes the checkpoint and its float16 export. Seeds of recipe data stay below 100000;
 evaluation uses seeds from 500000 on.
 """
 
@@ -99,21 +100,24 @@ PREVIOUS_DEFAULT_TRAIN: dict[str, Any] = MOT_ONLY_TRAIN | {
     "model_overrides": {"forward_prior": True},
 }
 
-# The shipped default, within 60 minutes on 2 cores: the previous default's parts, each trained where it
-# learns most per minute. The forward prior (width 64 for the pushes, paid for by a bfloat16 trunk of
-# ReLU blocks; with the warp) trains alone on 4-step rollouts, then 2000 steps on 8-step rollouts of
-# itself (the stage that takes the drift down); a fast decoder; the decoder fitted to that prior's own
-# 8-step rollouts, 700 steps (without it the pusher vanished where it crossed the goal disc); the action
-# prior alone, 6000 steps of 64 windows (beside 2500 MoT steps it saw too few and arm2's policy fell to
-# 0.50, docs/results.md); 2800 MoT steps. ~58 minutes (docs/results.md, "The 60-minute default"), and
-# ~11 more for the block's pose carried beside the grid (readout, effector maps, push MLPs, the drawer told
-# the effector's places too; docs/model.md), which takes the recipe past the 60-minute budget. The push
-# MLPs learn from 7600 more state-only episodes per robot, simulated without the camera (8x the datasets';
-# ~3 minutes more in all with the 12000 one-step steps): the expert block at h16 11 -> 8-9 mm on point, 19-21 ->
-# 14-15 on arm2 (docs/results.md, "More pushes"). The decoder is then fitted again, to the drawer's rollouts
-# (the grids the env decodes; ~3 minutes): effector and block 0.3-0.8 mm closer (docs/results.md).
+# The shipped default's recipe: the previous default's parts, each trained where it learns most per minute.
+# The forward prior (width 64 for the pushes, paid for by a bfloat16 trunk of ReLU blocks; with the warp)
+# trains alone on 4-step rollouts, then 2000 steps on 8-step rollouts of itself (the stage that takes the
+# drift down); a fast decoder; the decoder fitted to that prior's own 8-step rollouts, 700 steps (without
+# it the pusher vanished where it crossed the goal disc); the action prior alone, 6000 steps of 64 windows
+# (beside 2500 MoT steps it saw too few and arm2's policy fell to 0.50, docs/results.md); the inverse prior
+# alone, 2800 steps; 1000 MoT steps (by then the MoT's correction no longer hurts the policy; 2800 took ~16
+# minutes more for the same tools: docs/results.md, "The recipe run end to end"). The block's pose is
+# carried beside the grid (readout, effector maps, push MLPs, the drawer told the effector's places too;
+# docs/model.md). The push MLPs learn from 7600 more state-only episodes per robot, simulated without the
+# camera (8x the datasets'; ~3 minutes more in all with the 12000 one-step steps): the expert block at h16
+# 11 -> 8-9 mm on point, 19-21 -> 14-15 on arm2 (docs/results.md, "More pushes"). The decoder is then fitted
+# again, to the drawer's rollouts (the grids the env decodes; ~3 minutes): effector and block 0.3-0.8 mm
+# closer (docs/results.md). ~84 minutes on 2 cores from collected data, over the 60-minute budget.
 DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
-    "steps": 2800,
+    "steps": 1000,
+    "warmup": 100,
+    "inverse_steps": 2800,
     "fast_decoder_steps": 1500,
     "forward_steps": 1600,
     "forward_finetune_steps": 2000,

@@ -220,3 +220,37 @@ def test_the_substep_probes_differentiable_step_is_the_oracles_step():
         torch.from_numpy(before).float(),
     )
     np.testing.assert_allclose(stepped.detach().numpy(), model.step(episode, t, poses, before), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_prior_stage_probe_redraws_the_drawer_from_a_fresh_prior(tmp_path, smoke_checkpoint, smoke_data):
+    import torch
+
+    from cosmos_robot.checkpoint import load_checkpoint
+
+    args = ["--checkpoint", str(smoke_checkpoint), "--recipe", "smoke", "--data-dir", str(Path(smoke_data[0]).parent)]
+    args += ["--out", str(tmp_path / "stage1"), "--stage-steps", "3", "--batch", "4", "--state-steps", "2"]
+    args += ["--drawer-steps", "2", "--drawer-rollout", "4", "--decoder-steps", "2", "--threads", "1"]
+    report = _probe_report("probe_prior_stages.py", args, tmp_path / "stage1.json")
+    assert {"old_prior", "new_prior", "state_head", "drawer_loss", "decoder_on_drawer"} <= set(report)
+    before, after = load_checkpoint(smoke_checkpoint), load_checkpoint(tmp_path / "stage1")
+    old, new = before.network.state_dict(), after.network.state_dict()
+    changed = {k for k in old if not torch.equal(old[k].float(), new[k].float())}
+    # The prior and the drawer are new; every other part of the network is the checkpoint's.
+    assert all(k.startswith(("forward_prior.", "object_pose.drawer.")) for k in changed)
+    assert any(k.startswith("forward_prior.") for k in changed)
+    assert any(k.startswith("object_pose.drawer.") for k in changed)
+
+
+def test_the_prior_stage_probe_refuses_a_bad_count(tmp_path):
+    import subprocess
+    import sys
+
+    path = Path(__file__).parents[1] / "benchmarks" / "probe_prior_stages.py"
+    run = subprocess.run(
+        [sys.executable, str(path), "--checkpoint", "x", "--out", str(tmp_path / "o"), "--drawer-steps", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode != 0 and "--drawer-steps=0: expected a positive integer" in run.stderr

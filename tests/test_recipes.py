@@ -52,6 +52,7 @@ def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_ste
     assert train["object_agent_steps"] > 0 and train["object_agent_rollout_steps"] > 0  # state-only steps by MLPs
     assert train["fast_decoder_steps"] > 0 and train["steps"] < previous.train["steps"]
     assert train["prior_steps"] > train["steps"]  # the action prior trains alone, on its own schedule
+    assert train["inverse_steps"] > 0  # and the inverse prior
     assert not previous.train.get("prior_steps") and not previous.train.get("fast_decoder_steps")
 
 
