@@ -81,7 +81,15 @@ from cosmos_robot.rollout_decoder_training import fit_decoder_to_rollouts
 from cosmos_robot.world_model import default_checkpoint_path
 
 # A config without the block (its parts are fitted anew, or go with the prior they copied).
-NO_OBJECT = {"object_pose_domains": [], "object_reward": False, "object_agent": False}
+# The model without its block: the object's parts and switches go with it (a drawer told the effector, pushes
+# reading the effector's path); a block fitted anew takes --drawer-steps --drawer-effector / --push-path again.
+NO_OBJECT = {
+    "object_pose_domains": [],
+    "object_reward": False,
+    "object_agent": False,
+    "object_effector_maps": False,
+    "object_push_path": False,
+}
 
 
 def main() -> None:

@@ -223,7 +223,9 @@ def test_sigkill_during_labeling_then_resume_equals_an_uninterrupted_run(smoke_c
         # The killed child labeled its clips with its own torch thread count: sums may differ in the last bit.
         if key.endswith("spread"):
             # A spread near zero is the root of a variance made of such bits, which the root magnifies
-            # (measured: 0 vs 9.4e-7): compare the variances.
-            np.testing.assert_allclose(np.square(a.data[key]), np.square(b.data[key]), rtol=0, atol=1e-10, err_msg=key)
+            # (measured: 0 vs 9.4e-7), and the sampler's Euler steps carry the bits into the samples (two
+            # variances 3.0e-10 (3.9 %) apart, measured with the smoke model's priors trained alone): compare
+            # the variances, to a spread of ~3e-5 where it is zero.
+            np.testing.assert_allclose(np.square(a.data[key]), np.square(b.data[key]), rtol=0, atol=1e-9, err_msg=key)
         else:
             np.testing.assert_allclose(a.data[key], b.data[key], rtol=0, atol=1e-6, err_msg=key)
