@@ -3,8 +3,8 @@
 ``cosmos-robot train --recipe default --export <folder>`` trains a model like the shipped default (~84
 minutes on 2 cores from collected data; the shipped one was assembled by refits of its parts, and the two
 are compared in docs/results.md): it collects the demonstrations below into ``--data-dir`` (skipping
-datasets already there), trains, writes the checkpoint and its float16 export. Seeds of recipe data stay below 100000;
-evaluation uses seeds from 500000 on.
+datasets already there), trains, writes the checkpoint and its float16 export. Seeds of recipe data stay
+below 100000; evaluation uses seeds from 500000 on.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from cosmos_robot.inverse_prior_training import inverse_r2, train_inverse_prior
 from cosmos_robot.keys import OBS_ENV_STATE
 from cosmos_robot.model.action_prior import PRIOR_CHUNK
 from cosmos_robot.model.batches import PriorBatch, ReasonerInputs, TransitionBatch
-from cosmos_robot.model.config import ModelConfig, preset
+from cosmos_robot.model.config import OBJECT_SWITCHES, ModelConfig, preset
 from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.objective import BatchPlan, TrainingModule, draw_noise, training_loss
@@ -59,11 +59,6 @@ from cosmos_robot.phase_checkpoint import (
     save_phase,
 )
 from cosmos_robot.rollout_decoder_training import fit_decoder_to_rollouts
-
-# The carried object's switches among ModelConfig's fields: they need the object's embodiments
-# (``object_pose_domains``), which only the loaded data decide, so the model is configured without them
-# until then (TrainConfig.model_config).
-OBJECT_SWITCHES = ("object_effector_maps", "object_push_path")
 
 MODES = (Mode.FORWARD_DYNAMICS, Mode.INVERSE_DYNAMICS, Mode.POLICY)
 

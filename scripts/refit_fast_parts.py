@@ -64,7 +64,7 @@ from cosmos_robot.checkpoint import load_checkpoint, save_checkpoint
 from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.fast_decoder_training import fast_reconstruction_psnr, train_fast_decoder
 from cosmos_robot.forward_prior_training import fit_state_head, rollout_error, train_forward_prior
-from cosmos_robot.model.config import ModelConfig
+from cosmos_robot.model.config import OBJECT_SWITCHES, ModelConfig
 from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.model.tokenizers import FrameAutoencoder
@@ -83,13 +83,9 @@ from cosmos_robot.world_model import default_checkpoint_path
 # A config without the block (its parts are fitted anew, or go with the prior they copied).
 # The model without its block: the object's parts and switches go with it (a drawer told the effector, pushes
 # reading the effector's path); a block fitted anew takes --drawer-steps --drawer-effector / --push-path again.
-NO_OBJECT = {
-    "object_pose_domains": [],
-    "object_reward": False,
-    "object_agent": False,
-    "object_effector_maps": False,
-    "object_push_path": False,
-}
+NO_OBJECT = {"object_pose_domains": [], "object_reward": False, "object_agent": False} | dict.fromkeys(
+    OBJECT_SWITCHES, False
+)
 
 
 def main() -> None:

@@ -13,6 +13,11 @@ from typing import Any
 FORWARD_BLOCKS = ("norm_gelu", "relu")
 
 
+# The carried object's switches among ModelConfig's fields: each needs ``object_pose_domains`` (refused
+# without), so a model configured before the object is known, or stripped of it, leaves them off.
+OBJECT_SWITCHES = ("object_effector_maps", "object_push_path")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Sizes of the world-action model.
