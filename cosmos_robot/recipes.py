@@ -102,29 +102,30 @@ PREVIOUS_DEFAULT_TRAIN: dict[str, Any] = MOT_ONLY_TRAIN | {
 
 # The shipped default's recipe: the previous default's parts, each trained where it learns most per minute.
 # The forward prior (width 64 for the pushes, paid for by a bfloat16 trunk of ReLU blocks; with the warp)
-# trains alone on 4-step rollouts, then 2000 steps on 8-step rollouts of itself (the stage that takes the
-# drift down); a fast decoder; the decoder fitted to that prior's own 8-step rollouts, 700 steps (without
-# it the pusher vanished where it crossed the goal disc); the action prior alone, 6000 steps of 64 windows
-# (beside 2500 MoT steps it saw too few and arm2's policy fell to 0.50, docs/results.md); the inverse prior
-# alone, 2800 steps; 1000 MoT steps (by then the MoT's correction no longer hurts the policy; 2800 took ~16
-# minutes more for the same tools: docs/results.md, "The recipe run end to end"). The block's pose is
-# carried beside the grid (readout, effector maps, push MLPs, the drawer told the effector's places too;
-# docs/model.md). The push MLPs learn from 7600 more state-only episodes per robot, simulated without the
-# camera (8x the datasets'; ~3 minutes more in all with the 12000 one-step steps): the expert block at h16
-# 11 -> 8-9 mm on point, 19-21 -> 14-15 on arm2 (docs/results.md, "More pushes"). The decoder is then fitted
-# again, to the drawer's rollouts (the grids the env decodes; ~3 minutes): effector and block 0.3-0.8 mm
-# closer (docs/results.md). ~84 minutes on 2 cores from collected data, over the 60-minute budget.
+# trains alone on 4-step rollouts: with the block carried the env draws with the drawer, which starts as a
+# copy of the prior and trains on 8-step rollouts of itself (``drawer_rollout``), so the prior's own 8-step
+# stage (18 of the recipe's minutes) no longer shows in the env (docs/results.md, "The 8-step stage"). A fast
+# decoder; the action prior alone, 5000 steps of 64 windows (beside 2500 MoT steps it saw too few and arm2's
+# policy fell to 0.50, docs/results.md); the inverse prior alone, 2800 steps; 800 MoT steps (at 250 its
+# correction was noise to the policy, by 1000 it no longer hurt; 2800 took ~16 minutes more for the same
+# tools: docs/results.md, "The recipe run end to end"). The block's pose is carried beside the grid (readout,
+# effector maps, push MLPs, the drawer told the effector's places too; docs/model.md). The push MLPs learn
+# from 7600 more state-only episodes per robot, simulated without the camera (8x the datasets'; ~3 minutes
+# more in all with the 12000 one-step steps): the expert block at h16 11 -> 8-9 mm on point, 19-21 -> 14-15
+# on arm2 (docs/results.md, "More pushes"). The decoder is fitted to the drawer's 8-step rollouts (the grids
+# the env decodes; ~3 minutes): effector and block 0.3-0.8 mm closer (docs/results.md); a first fit to the
+# prior's rollouts, which the env never decodes, is left out (``rollout_decoder_prior``).
 DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
-    "steps": 1000,
-    "warmup": 100,
+    "steps": 800,
+    "warmup": 80,
     "inverse_steps": 2800,
     "fast_decoder_steps": 1500,
     "forward_steps": 1600,
-    "forward_finetune_steps": 2000,
-    "forward_finetune_rollout": 8,
     "forward_state_steps": 3000,
     "rollout_decoder_steps": 700,
+    "rollout_decoder_prior": False,
     "rollout_decoder_drawer": True,
+    "drawer_rollout": 8,
     "object_fit_steps": 3000,
     "object_prior_steps": 800,
     "object_push_rollout_steps": 2000,
@@ -132,8 +133,8 @@ DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "object_simulated_episodes": 7600,
     "object_reward_steps": 1500,
     "object_agent_steps": 4000,
-    "object_agent_rollout_steps": 1000,
-    "prior_steps": 6000,
+    "object_agent_rollout_steps": 800,
+    "prior_steps": 5000,
     "model_overrides": {
         "forward_prior": True,
         "forward_width": 64,
@@ -167,12 +168,13 @@ RECIPES: dict[str, Recipe] = {
             "ae_steps": 10,
             "ae_batch": 8,
             "forward_steps": 5,
-            "forward_finetune_steps": 3,
             "forward_state_steps": 2,
             "forward_batch": 8,
             "fast_decoder_steps": 5,
             "rollout_decoder_steps": 3,
+            "rollout_decoder_prior": False,
             "rollout_decoder_drawer": True,
+            "drawer_rollout": 3,
             "object_fit_steps": 3,
             "object_prior_steps": 2,
             "object_push_rollout_steps": 2,

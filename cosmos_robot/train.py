@@ -136,6 +136,12 @@ class TrainConfig:
         rollout_decoder_drawer: then fit the decoder as many steps again to the object's drawer's rollouts,
             after the object's parts (a model that carries the block decodes the drawer's grids, not the prior's).
             The decoder then draws the effector where it overlaps another object in an imagined frame.
+        rollout_decoder_prior: fit the decoder to the prior's rollouts right after the prior (False: only to the
+            drawer's, with ``rollout_decoder_drawer``; a model that carries the block never decodes the prior's
+            grids outside the ablation, so that first fit only moves the drawer's fit's starting point).
+        drawer_rollout: actions per training sequence of the object's drawer and of the decoder's fits to
+            rollouts (0: the forward prior's last stage's). The drawer is what the learned env draws with, so its
+            rollouts can be longer than a prior trained on short ones alone.
         time_shift: shift of the logit-normal flow-time sampler.
         ae_steps: autoencoder training steps.
         ae_batch: autoencoder batch.
@@ -185,6 +191,8 @@ class TrainConfig:
     forward_state_steps: int = 0
     rollout_decoder_steps: int = 0
     rollout_decoder_drawer: bool = False
+    rollout_decoder_prior: bool = True
+    drawer_rollout: int = 0
     object_fit_steps: int = 0
     object_prior_steps: int = 0
     object_push_rollout_steps: int = 0
@@ -230,7 +238,7 @@ class TrainConfig:
             "object_agent_steps",
             "object_agent_rollout_steps",
         )
-        for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps", *objects):
+        for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps", "drawer_rollout", *objects):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
@@ -251,8 +259,20 @@ class TrainConfig:
                 f"rollout_decoder_steps={self.rollout_decoder_steps} but forward_steps=0; expected a forward prior "
                 "to roll out (forward_steps > 0) or rollout_decoder_steps=0"
             )
-        if not isinstance(self.rollout_decoder_drawer, bool):
-            raise ValueError(f"rollout_decoder_drawer={self.rollout_decoder_drawer!r}; expected True or False")
+        for name in ("rollout_decoder_drawer", "rollout_decoder_prior"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected True or False")
+        if self.rollout_decoder_steps and not (self.rollout_decoder_prior or self.rollout_decoder_drawer):
+            raise ValueError(
+                f"rollout_decoder_steps={self.rollout_decoder_steps} but rollout_decoder_prior=False and "
+                "rollout_decoder_drawer=False; expected one of them True (the rollouts to fit to) or "
+                "rollout_decoder_steps=0"
+            )
+        if self.drawer_rollout and not self.forward_steps:
+            raise ValueError(
+                f"drawer_rollout={self.drawer_rollout} but forward_steps=0; expected a forward prior to roll out "
+                "(forward_steps > 0) or drawer_rollout=0"
+            )
         if self.rollout_decoder_drawer and not (self.rollout_decoder_steps and self.object_fit_steps):
             raise ValueError(
                 f"rollout_decoder_drawer=True but rollout_decoder_steps={self.rollout_decoder_steps}, "
@@ -592,13 +612,16 @@ class Trainer:
         if state_head is not None:
             self.forward_prior["state_head"] = state_head
 
+        # The drawer's and the decoder's fits roll out as far as the prior's last stage unless told otherwise.
+        fit_rollout = config.drawer_rollout or stages[-1][2]
+
         def fit_decoder(drawer: bool) -> dict[str, float]:
             """The decoder fitted to the prior's rollouts, or to the object's drawer's."""
             return fit_decoder_to_rollouts(
                 self.autoencoder,
                 self.network,
                 self.data,
-                rollout=stages[-1][2],
+                rollout=fit_rollout,
                 steps=config.rollout_decoder_steps,
                 object_weight=config.ae_object_weight,
                 seed=config.seed + 7,
@@ -606,7 +629,7 @@ class Trainer:
                 drawer=drawer,
             )
 
-        if config.rollout_decoder_steps:
+        if config.rollout_decoder_steps and config.rollout_decoder_prior:
             # Killed here, a resumed run redoes only this short step: the prior's last stage is saved.
             self.forward_prior["decoder_on_rollouts"] = fit_decoder(drawer=False)
         if config.object_fit_steps:
@@ -616,7 +639,7 @@ class Trainer:
                 self.data,
                 config.object_fit_steps,
                 config.object_prior_steps,
-                rollout=stages[-1][2],
+                rollout=fit_rollout,
                 seed=config.seed + 11,
                 batch_size=min(config.forward_batch, 64),
                 push_rollout_steps=config.object_push_rollout_steps,

@@ -43,9 +43,11 @@ def test_the_default_trains_its_priors_alone_and_a_fast_decoder_in_fewer_mot_ste
         "forward_warp": True,
         "object_effector_maps": True,  # the block's drawer told where the effector is
     }
-    assert train["forward_finetune_steps"] > 0 and train["forward_finetune_rollout"] == 8
+    # The prior trains on short rollouts alone; the drawer, which the env draws with, on 8-step ones.
+    assert not train.get("forward_finetune_steps") and train["drawer_rollout"] == 8
     assert train["forward_state_steps"] > 0  # the state head refitted with its linear action term
-    assert train["rollout_decoder_steps"] > 0  # the decoder is fitted to the prior's rollouts
+    # The decoder is fitted to the drawer's rollouts only (the env never decodes the prior's).
+    assert train["rollout_decoder_steps"] > 0 and train["rollout_decoder_drawer"] and not train["rollout_decoder_prior"]
     assert train["object_fit_steps"] > 0 and train["object_prior_steps"] > 0  # the env carries the block
     assert train["object_push_rollout_steps"] > 0  # its pushes trained on rollouts of their own poses
     assert train["object_reward_steps"] > 0  # reward and success read from the carried block
@@ -64,6 +66,10 @@ def test_the_smoke_recipe_switches_on_every_part_the_default_switches_on():
     assert switched <= {key for key, value in smoke["model_overrides"].items() if value is True}
     steps = {key for key, value in default.items() if key.endswith("_steps") and value}
     assert steps <= {key for key, value in smoke.items() if key.endswith("_steps") and value}
+    # The choices between paths too: which rollouts the decoder is fitted to, a drawer rollout of its own.
+    for key in ("rollout_decoder_prior", "rollout_decoder_drawer"):
+        assert smoke.get(key, True) == default.get(key, True), key
+    assert bool(smoke.get("drawer_rollout")) == bool(default.get("drawer_rollout"))
 
 
 def test_an_unknown_recipe_names_the_known_ones():

@@ -242,6 +242,13 @@ def test_learning_rate_warms_up_then_decays():
             "rollout_decoder_drawer=True but rollout_decoder_steps=3, object_fit_steps=0",
         ),
         ({"forward_finetune_rollout": 0}, "forward_finetune_rollout=0"),
+        ({"rollout_decoder_prior": "no"}, "rollout_decoder_prior='no'; expected True or False"),
+        (
+            {"forward_steps": 5, "rollout_decoder_steps": 3, "rollout_decoder_prior": False},
+            "rollout_decoder_steps=3 but rollout_decoder_prior=False and rollout_decoder_drawer=False",
+        ),
+        ({"drawer_rollout": -1}, "drawer_rollout=-1"),
+        ({"forward_steps": 0, "drawer_rollout": 8}, "drawer_rollout=8 but forward_steps=0"),
         ({"forward_lr": 0.0}, "forward_lr=0.0"),
         ({"prior_steps": -1}, "prior_steps=-1"),
         ({"prior_lr": 0.0}, "prior_lr=0.0"),
@@ -283,7 +290,9 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     # The smoke recipe refits the prior's state head with its linear action term.
     assert ckpt.network.config.forward_state_action and ckpt.network.forward_prior.state_action is not None
     assert {"state_mse_before", "state_mse_after", "seconds"} <= set(measured["state_head"])
-    fitted = measured["decoder_on_rollouts"]  # the smoke recipe fits the decoder to the prior's rollouts
+    # As the default, the smoke recipe fits the decoder to the drawer's rollouts only, not to the prior's.
+    assert "decoder_on_rollouts" not in measured
+    fitted = measured["decoder_on_drawer"]
     assert {"psnr_before", "psnr_after", "seconds"} <= set(fitted) and fitted["seconds"] > 0
     # The smoke recipe carries the block for both robots: its parts are fitted and saved with the model.
     carried = measured["object_pose"]
@@ -349,6 +358,28 @@ def test_the_forward_prior_trains_on_rollouts_of_the_configured_length(smoke_dat
     trainer = Trainer(smoke_config(smoke_data, tmp_path / "x", **changes), progress=False)
     assert lengths == [2, 3]  # short rollouts first, then the second stage's longer ones
     assert trainer.forward_prior["latent_mse"] > 0  # read at ROLLOUT_STEPS, whatever the training length
+
+
+@pytest.mark.slow  # a whole smoke Trainer, end to end
+def test_the_drawer_and_the_decoder_roll_out_their_own_length(smoke_data, tmp_path, monkeypatch):
+    drawn, decoded = [], []
+    fit_object_pose, fit_decoder = train_module.fit_object_pose, train_module.fit_decoder_to_rollouts
+
+    def recording_object(*args, rollout, **kwargs):
+        drawn.append(rollout)
+        return fit_object_pose(*args, rollout=rollout, **kwargs)
+
+    def recording_decoder(*args, rollout, drawer, **kwargs):
+        decoded.append((rollout, drawer))
+        return fit_decoder(*args, rollout=rollout, drawer=drawer, **kwargs)
+
+    monkeypatch.setattr(train_module, "fit_object_pose", recording_object)
+    monkeypatch.setattr(train_module, "fit_decoder_to_rollouts", recording_decoder)
+    changes = {"steps": 1, "ae_steps": 2, "forward_steps": 2, "forward_rollout": 2, "val_every": 0}
+    changes |= {"drawer_rollout": 3, "rollout_decoder_prior": False, "rollout_decoder_drawer": True}
+    Trainer(smoke_config(smoke_data, tmp_path / "x", **changes), progress=False)
+    assert drawn == [3]  # the drawer's rollouts, not the prior's 2
+    assert decoded == [(3, True)]  # one fit, to the drawer's rollouts of that length
 
 
 def test_forward_steps_need_a_forward_prior(smoke_data, tmp_path):
