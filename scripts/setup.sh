@@ -34,11 +34,23 @@ if [ -f "$stamp" ]; then
     exit 0
 fi
 py="$(find_python)"
-echo "setup: creating .venv with $py (first time: ~3 minutes, ~2 GB of wheels)"
+# The environment is ~6.5 GB once installed (torch's CUDA build and its nvidia wheels), and the ~2.5 GB of
+# downloaded wheels sit beside it while pip unpacks them: a full disk otherwise fails deep inside pip as
+# "[Errno 28] No space left on device".
+free_gb=$(( $(df -Pk . | awk 'NR==2 {print $4}') / 1024 / 1024 ))
+if [ "$free_gb" -lt 7 ]; then
+    echo "setup: ${free_gb} GB free on the disk of $(pwd); expected at least 7 GB (~9 while installing) for .venv; free some and rerun" >&2
+    exit 1
+elif [ "$free_gb" -lt 10 ]; then
+    echo "setup: warning: only ${free_gb} GB free; installing may need ~9 GB at its peak"
+fi
+echo "setup: creating .venv with $py (first time: ~3 minutes, ~2.5 GB of wheels)"
 [ -d .venv ] || "$py" -m venv .venv
 log=.venv/install.log
-if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[dev]" \
-        && .venv/bin/python -m pip install --no-deps -e plugins/lerobot_policy_cosmos_robot -e plugins/lerobot_env_cosmos_robot; } >"$log" 2>&1; then
+# --no-cache-dir: a fresh machine never reuses pip's copy of the wheels, which would keep ~2.5 GB more on disk.
+pip=(.venv/bin/python -m pip install --no-cache-dir)
+if ! { "${pip[@]}" --upgrade pip && "${pip[@]}" -e ".[dev]" \
+        && "${pip[@]}" --no-deps -e plugins/lerobot_policy_cosmos_robot -e plugins/lerobot_env_cosmos_robot; } >"$log" 2>&1; then
     echo "setup: pip install failed; last lines of $log:" >&2
     grep -v "^WARNING: Location" "$log" | tail -n 30 >&2
     exit 1
