@@ -1,6 +1,6 @@
 """Named training recipes: the data to collect and the training configuration, in one place.
 
-``cosmos-robot train --recipe default --export <folder>`` trains a model like the shipped default (~84
+``cosmos-robot train --recipe default --export <folder>`` trains a model like the shipped default (52
 minutes on 2 cores from collected data; the shipped one was assembled by refits of its parts, and the two
 are compared in docs/results.md): it collects the demonstrations below into ``--data-dir`` (skipping
 datasets already there), trains, writes the checkpoint and its float16 export. Seeds of recipe data stay
