@@ -147,6 +147,8 @@ class TrainConfig:
         ae_batch: autoencoder batch.
         ae_object_weight: extra reconstruction weight of pixels far from the background colour
             (``autoencoder_training.object_weights``; 0: plain L1 + MSE).
+        ae_full_resolution_width: width of the autoencoder decoder's block at full resolution
+            (``FrameAutoencoder``'s ``full_resolution_width``; 0: none).
         fast_decoder_steps: steps of the fast decoder (``model.tokenizers.FastDecoder``), trained on the
             frozen autoencoder's latents right after it; forward dynamics then decodes with it (0: none).
         autoencoder: a checkpoint folder whose trained autoencoder (and token statistics) to reuse
@@ -205,6 +207,7 @@ class TrainConfig:
     ae_steps: int = 1500
     ae_batch: int = 64
     ae_object_weight: float = 0.0
+    ae_full_resolution_width: int = 0
     fast_decoder_steps: int = 0
     autoencoder: str | None = None
     val_every: int = 500
@@ -238,7 +241,19 @@ class TrainConfig:
             "object_agent_steps",
             "object_agent_rollout_steps",
         )
-        for name in (*counts, "fast_decoder_steps", "rollout_decoder_steps", "drawer_rollout", *objects):
+        if not isinstance(self.ae_full_resolution_width, int) or self.ae_full_resolution_width % 8:
+            raise ValueError(
+                f"ae_full_resolution_width={self.ae_full_resolution_width!r}; expected 0 or a positive multiple "
+                "of 8 (its group norm has 8 groups)"
+            )
+        for name in (
+            *counts,
+            "fast_decoder_steps",
+            "rollout_decoder_steps",
+            "drawer_rollout",
+            "ae_full_resolution_width",
+            *objects,
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
@@ -425,7 +440,12 @@ class Trainer:
 
         torch.manual_seed(config.seed)
         fast = config.fast_decoder_steps > 0
-        self.autoencoder = FrameAutoencoder(model_config.latent_channels, model_config.patch_merge, fast_decoder=fast)
+        self.autoencoder = FrameAutoencoder(
+            model_config.latent_channels,
+            model_config.patch_merge,
+            fast_decoder=fast,
+            full_resolution_width=config.ae_full_resolution_width,
+        )
         # Whether the fast decoder still needs training: not when it comes with a finished autoencoder.
         train_fast = fast
         if previous is not None:
@@ -440,13 +460,22 @@ class Trainer:
             train_fast = False
         elif config.autoencoder is not None:
             reused = load_autoencoder(config.autoencoder)
-            # A reused autoencoder brings its fast decoder where it has one; else that one is trained here.
+            # A reused autoencoder brings its decoder's shape (``ae_full_resolution_width`` is then ignored,
+            # as ``ae_steps`` is) and its fast decoder where it has one; else that one is trained here.
+            self.autoencoder = FrameAutoencoder(
+                model_config.latent_channels,
+                model_config.patch_merge,
+                fast_decoder=fast,
+                full_resolution_width=reused.full_resolution_width,
+            )
             train_fast = fast and reused.fast_decoder is None
             state = reused.state_dict()
             if not fast:
                 state = {k: v for k, v in state.items() if not k.startswith("fast_decoder.")}
             self.autoencoder.load_state_dict(state, strict=not train_fast)
             self.ae_psnr = reconstruction_psnr(self.autoencoder, self.data.frames("val")[:2048])
+            if fast and not train_fast:
+                self.fast_decoder_psnr = fast_reconstruction_psnr(self.autoencoder, self.data.frames("val")[:2048])
         else:
             frames = self.data.frames()
             train_autoencoder(
@@ -771,6 +800,8 @@ class Trainer:
         }
         ae = self.autoencoder
         autoencoder_config = {"latent_channels": ae.latent_channels, "patch_merge": ae.patch_merge, "width": 32}
+        if ae.full_resolution_width:
+            autoencoder_config["full_resolution_width"] = ae.full_resolution_width
         if self.autoencoder.fast_decoder is not None:
             autoencoder_config["fast_decoder"] = True
         return Checkpoint(self.ema, self.autoencoder, entries, window, autoencoder_config, training=training)

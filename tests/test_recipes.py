@@ -69,7 +69,8 @@ def test_the_smoke_recipe_switches_on_every_part_the_default_switches_on():
     # The choices between paths too: which rollouts the decoder is fitted to, a drawer rollout of its own.
     for key in ("rollout_decoder_prior", "rollout_decoder_drawer"):
         assert smoke.get(key, True) == default.get(key, True), key
-    assert bool(smoke.get("drawer_rollout")) == bool(default.get("drawer_rollout"))
+    for key in ("drawer_rollout", "ae_full_resolution_width"):
+        assert bool(smoke.get(key)) == bool(default.get(key)), key
 
 
 def test_an_unknown_recipe_names_the_known_ones():

@@ -17,7 +17,7 @@ import cosmos_robot.train as train_module
 from cosmos_robot.checkpoint import load_checkpoint
 from cosmos_robot.model.network import WorldActionNetwork
 from cosmos_robot.phase_checkpoint import PHASES, load_phase
-from cosmos_robot.train import TrainConfig, Trainer, export_inference, learning_rate
+from cosmos_robot.train import TrainConfig, Trainer, export_inference, learning_rate, train
 from tests.conftest import smoke_config
 
 # The smoke recipe fits the decoder to the prior's and the drawer's rollouts (~4 s with their held-out
@@ -248,6 +248,9 @@ def test_learning_rate_warms_up_then_decays():
             "rollout_decoder_steps=3 but rollout_decoder_prior=False and rollout_decoder_drawer=False",
         ),
         ({"drawer_rollout": -1}, "drawer_rollout=-1"),
+        ({"ae_full_resolution_width": 12}, "ae_full_resolution_width=12; expected 0 or a positive multiple of 8"),
+        ({"ae_full_resolution_width": -8}, "ae_full_resolution_width=-8"),
+        ({"ae_full_resolution_width": 8.0}, "ae_full_resolution_width=8.0"),
         ({"forward_steps": 0, "drawer_rollout": 8}, "drawer_rollout=8 but forward_steps=0"),
         ({"forward_lr": 0.0}, "forward_lr=0.0"),
         ({"prior_steps": -1}, "prior_steps=-1"),
@@ -298,6 +301,9 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     carried = measured["object_pose"]
     assert {"readout_mm", "point_effector_mm", "arm2_push_mm_pushed", "drawer_loss"} <= set(carried)
     assert ckpt.network.object_pose is not None and len(ckpt.network.config.object_pose_domains) == 2
+    # As the default's, the smoke autoencoder's decoder has a block at full resolution, saved with its width.
+    assert ckpt.autoencoder.full_resolution_width == 16
+    assert json.loads((smoke_checkpoint / "config.json").read_text())["autoencoder"]["full_resolution_width"] == 16
     # ... and its reward head, which the learned env's reward and success then come from.
     scored = measured["object_reward"]
     assert {"goal_readout_mm", "point_reward_mae", "arm2_success_recall", "seconds"} <= set(scored)
@@ -424,3 +430,17 @@ def test_a_fresh_model_widens_its_shared_widths_to_fit_its_robots(smoke_data, tm
     assert (config.model_config().state_width, config.model_config().action_width) == (24, 32)
     pinned = smoke_config(smoke_data, tmp_path / "ckpt", model_overrides={"state_width": 8})
     assert pinned.model_config().state_width == 8  # an explicit width is kept
+
+
+@pytest.mark.slow
+def test_a_reused_autoencoder_brings_the_shape_of_its_decoder(smoke_data, smoke_checkpoint, tmp_path):
+    # The smoke checkpoint's decoder has a block at full resolution; a run told to build none reuses it whole.
+    out = tmp_path / "reused"
+    train(smoke_config(smoke_data, out, autoencoder=str(smoke_checkpoint), ae_full_resolution_width=0), progress=False)
+    source, reused = load_checkpoint(smoke_checkpoint), load_checkpoint(out, with_training=True)
+    assert reused.autoencoder.full_resolution_width == 16
+    # Its fast decoder comes along, measured on this run's held-out frames (it once went unmeasured, and the
+    # first save failed).
+    assert reused.training["fast_decoder_psnr"] > 0
+    for key, value in source.autoencoder.encoder.state_dict().items():
+        torch.testing.assert_close(reused.autoencoder.encoder.state_dict()[key], value)

@@ -64,14 +64,28 @@ class FrameAutoencoder(nn.Module):
         patch_merge: latent patch side merged into one token.
         width: base convolution width.
         fast_decoder: also hold a :class:`FastDecoder` (``tokens_to_frames(..., fast=True)``).
+        full_resolution_width: width of one more convolution block at full resolution, before the decoder's
+            last convolution (0: none, as in autoencoders made before it).
     """
 
     def __init__(
-        self, latent_channels: int = 8, patch_merge: int = 2, width: int = 32, fast_decoder: bool = False
+        self,
+        latent_channels: int = 8,
+        patch_merge: int = 2,
+        width: int = 32,
+        fast_decoder: bool = False,
+        full_resolution_width: int = 0,
     ) -> None:
         super().__init__()
         if not isinstance(fast_decoder, bool):
             raise ValueError(f"fast_decoder={fast_decoder!r}; expected true or false")
+        valid_width = isinstance(full_resolution_width, int) and not isinstance(full_resolution_width, bool)
+        if not valid_width or full_resolution_width < 0 or full_resolution_width % 8:
+            raise ValueError(
+                f"full_resolution_width={full_resolution_width!r}; expected 0 or a positive multiple of 8 "
+                "(the block's group norm has 8 groups)"
+            )
+        self.full_resolution_width = full_resolution_width
         self.latent_channels = latent_channels
         self.patch_merge = patch_merge
         # Token statistics (the role of a VAE's scaling factor): tanh latents of mostly flat frames have a
@@ -95,8 +109,13 @@ class FrameAutoencoder(nn.Module):
             nn.Upsample(scale_factor=2, mode="nearest"),
             _conv_block(2 * width, width, 1),
             nn.Upsample(scale_factor=2, mode="nearest"),
-            nn.Conv2d(width, 3, 3, 1, 1),
         )
+        # Nearest upsampling leaves the last convolution a fixed interpolation of 32x32 features; a block at
+        # full resolution draws single pixels: arm2's fingertip (a few pixels, less at the frame's edge) is
+        # lost from 16 of 1359 reconstructed MuJoCo frames with it, 37 without (docs/model.md).
+        if full_resolution_width:
+            self.decoder.append(_conv_block(width, full_resolution_width, 1))
+        self.decoder.append(nn.Conv2d(full_resolution_width or width, 3, 3, 1, 1))
         self.fast_decoder = FastDecoder(latent_channels) if fast_decoder else None
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:

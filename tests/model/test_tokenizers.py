@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from cosmos_robot.autoencoder_training import train_autoencoder
@@ -30,6 +31,20 @@ def test_decoded_frames_are_contiguous_and_those_of_the_plain_decoder():
     assert frames.shape == (5, 64, 64, 3) and frames.is_contiguous()
     # Equal to float rounding: at most one grey level where a value sits on a rounding boundary.
     assert (frames.int() - plain.int()).abs().max() <= 1
+
+
+def test_a_full_resolution_block_draws_frames_of_the_same_shape_and_is_refused_when_it_cannot_be_built():
+    plain, sharp = FrameAutoencoder(), FrameAutoencoder(full_resolution_width=16)
+    frames = torch.randint(0, 256, (2, 64, 64, 3), dtype=torch.uint8)
+    assert sharp.tokens_to_frames(sharp.frames_to_tokens(frames), grid=4).shape == (2, 64, 64, 3)
+    # One convolution block more, after the last upsampling: its features are at the frame's resolution.
+    assert len(sharp.decoder) == len(plain.decoder) + 1
+    with torch.no_grad():
+        features = sharp.decoder[:-1](torch.zeros(1, 8, 8, 8))
+    assert features.shape == (1, 16, 64, 64)
+    for width in (12, -8, True, 8.0):
+        with pytest.raises(ValueError, match=f"full_resolution_width={width!r}; expected 0 or a positive multiple"):
+            FrameAutoencoder(full_resolution_width=width)
 
 
 def test_pixel_conversions_round_trip():
