@@ -105,23 +105,24 @@ def read(real: dict[str, np.ndarray], recon: dict[str, np.ndarray]) -> dict[str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", default="data", help="where the default recipe's datasets are (collected if not)")
+    parser.add_argument("--recipe", default="default", help="the recipe whose datasets train the autoencoders")
+    parser.add_argument("--data-dir", default="data", help="where the recipe's datasets are (collected if not)")
     parser.add_argument("--variants", nargs="+", default=["base", "shuffle"], choices=VARIANTS)
     parser.add_argument("--steps", type=int, default=4000)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--episodes", type=int, default=32)
     parser.add_argument("--seed", type=int, default=FD_SEED)
     parser.add_argument("--reference", default=None, help="a checkpoint whose autoencoder is read too")
-    parser.add_argument("--out", default="probe_autoencoder.json")
+    parser.add_argument("--json", default="probe_autoencoder.json", help="where the report is written")
     args = parser.parse_args()
     torch.set_num_threads(2)
 
     from cosmos_robot.datasets.training_set import TrainingSet
     from cosmos_robot.train import TrainConfig
 
-    recipe = get_recipe("default")
+    recipe = get_recipe(args.recipe)
     paths = prepare_data(recipe, args.data_dir)
-    config = TrainConfig(datasets=paths, out=args.out + ".unused", **recipe.train)
+    config = TrainConfig(datasets=paths, out=args.json + ".unused", **recipe.train)
     frames = TrainingSet(paths, config.model_config(), config.num_frames, seed=0).frames()
     print(f"{len(frames)} training frames")
 
@@ -154,8 +155,8 @@ def main() -> None:
         train_autoencoder(ae, frames, steps=args.steps, batch_size=args.batch, object_weight=weight, seed=0)
         ae.eval()
         report(name, lambda x, ae=ae: ae.decoder(ae.encode(x)), time.perf_counter() - start)
-        write_file_atomic(args.out, json.dumps(results, indent=1))
-    write_file_atomic(args.out, json.dumps(results, indent=1))
+        write_file_atomic(args.json, json.dumps(results, indent=1))
+    write_file_atomic(args.json, json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

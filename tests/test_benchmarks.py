@@ -254,3 +254,16 @@ def test_the_prior_stage_probe_refuses_a_bad_count(tmp_path):
         timeout=120,
     )
     assert run.returncode != 0 and "--drawer-steps=0: expected a positive integer" in run.stderr
+
+
+@pytest.mark.slow
+def test_the_autoencoder_probe_reads_every_variant_on_the_same_mujoco_frames(tmp_path):
+    args = ["--recipe", "smoke", "--data-dir", str(tmp_path / "data"), "--variants", "base", "fullres"]
+    report = _probe_report("probe_autoencoder.py", [*args, "--steps", "3", "--episodes", "2"], tmp_path / "ae.json")
+    assert set(report) == {"base", "fullres"}
+    for robot in ("point", "arm2"):
+        shown = {report[name][robot]["effector_shown"] for name in report}
+        assert len(shown) == 1 and shown.pop() > 0  # the same real frames for every variant
+        for name in report:
+            read = report[name][robot]
+            assert 0 <= read["effector_lost"] <= read["effector_shown"] and read["psnr"] > 0
