@@ -7,7 +7,8 @@ autoencoders on the recipe's frames, each for the same steps and batch, and read
 of fresh MuJoCo episodes (expert, noisy and random, ``--episodes`` each from ``--seed``, 16 steps) with
 ``eval fd``'s object metrics: the fingertip or pusher found (in all, at the worst horizon, frames lost),
 the effector's and the block's distance to their detection on MuJoCo's frame, and PSNR. ``--reference``
-adds a trained checkpoint's autoencoder (e.g. the shipped default's) read the same way.
+adds a trained checkpoint's autoencoder (e.g. the shipped default's) read the same way; ``--frozen-encoder``
+trains only the variants' decoders, on a checkpoint's encoder kept as it is (its latents unchanged).
 
     .venv/bin/python benchmarks/probe_autoencoder.py --data-dir data --variants base shuffle \\
         --reference cosmos_robot/assets/default
@@ -113,8 +114,16 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=32)
     parser.add_argument("--seed", type=int, default=FD_SEED)
     parser.add_argument("--reference", default=None, help="a checkpoint whose autoencoder is read too")
+    parser.add_argument(
+        "--frozen-encoder",
+        default=None,
+        help="a checkpoint whose encoder every variant keeps, frozen (only the decoders train; its latents stay)",
+    )
     parser.add_argument("--json", default="probe_autoencoder.json", help="where the report is written")
     args = parser.parse_args()
+    reshaped = sorted({"wide_encoder", "latent12"} & set(args.variants))
+    if args.frozen_encoder and reshaped:
+        parser.error(f"--variants {reshaped[0]} changes the encoder; expected it without --frozen-encoder")
     torch.set_num_threads(2)
 
     from cosmos_robot.datasets.training_set import TrainingSet
@@ -151,6 +160,10 @@ def main() -> None:
     for name in args.variants:
         torch.manual_seed(0)
         ae, weight = _variant(name)
+        if args.frozen_encoder:
+            from cosmos_robot.checkpoint import load_autoencoder
+
+            ae.encoder = load_autoencoder(args.frozen_encoder).encoder.requires_grad_(False)
         start = time.perf_counter()
         train_autoencoder(ae, frames, steps=args.steps, batch_size=args.batch, object_weight=weight, seed=0)
         ae.eval()

@@ -301,7 +301,7 @@ def test_smoke_training_trains_and_records_the_forward_prior(smoke_checkpoint):
     carried = measured["object_pose"]
     assert {"readout_mm", "point_effector_mm", "arm2_push_mm_pushed", "drawer_loss"} <= set(carried)
     assert ckpt.network.object_pose is not None and len(ckpt.network.config.object_pose_domains) == 2
-    # As the default's, the smoke autoencoder's decoder has a block at full resolution, saved with its width.
+    # The smoke autoencoder's decoder has a block at full resolution (the default's has none), saved with its width.
     assert ckpt.autoencoder.full_resolution_width == 16
     assert json.loads((smoke_checkpoint / "config.json").read_text())["autoencoder"]["full_resolution_width"] == 16
     # ... and its reward head, which the learned env's reward and success then come from.
