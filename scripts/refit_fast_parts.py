@@ -189,7 +189,9 @@ def main() -> None:
 
     if args.fast_decoder_steps:
         old = checkpoint.autoencoder
-        autoencoder = FrameAutoencoder(old.latent_channels, old.patch_merge, fast_decoder=True)
+        autoencoder = FrameAutoencoder(
+            old.latent_channels, old.patch_merge, fast_decoder=True, full_resolution_width=old.full_resolution_width
+        )
         autoencoder.load_state_dict(old.state_dict(), strict=False)
         autoencoder.requires_grad_(False)
         autoencoder.fast_decoder.requires_grad_(True)
