@@ -241,11 +241,6 @@ class TrainConfig:
             "object_agent_steps",
             "object_agent_rollout_steps",
         )
-        if not isinstance(self.ae_full_resolution_width, int) or self.ae_full_resolution_width % 8:
-            raise ValueError(
-                f"ae_full_resolution_width={self.ae_full_resolution_width!r}; expected 0 or a positive multiple "
-                "of 8 (its group norm has 8 groups)"
-            )
         for name in (
             *counts,
             "fast_decoder_steps",
@@ -257,6 +252,11 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r}; expected a non-negative integer")
+        if self.ae_full_resolution_width % 8:
+            raise ValueError(
+                f"ae_full_resolution_width={self.ae_full_resolution_width!r}; expected 0 or a positive multiple "
+                "of 8 (its group norm has 8 groups)"
+            )
         positive = ("steps", "batch_size", "num_frames", "ae_batch", "threads", "forward_batch", "forward_rollout")
         for name in positive + ("forward_finetune_rollout",):
             if getattr(self, name) <= 0:
@@ -440,11 +440,14 @@ class Trainer:
 
         torch.manual_seed(config.seed)
         fast = config.fast_decoder_steps > 0
+        # A reused autoencoder brings its decoder's shape (``ae_full_resolution_width`` is then ignored, as
+        # ``ae_steps`` is), also when a run that reused one resumes.
+        reused = load_autoencoder(config.autoencoder) if config.autoencoder is not None else None
         self.autoencoder = FrameAutoencoder(
             model_config.latent_channels,
             model_config.patch_merge,
             fast_decoder=fast,
-            full_resolution_width=config.ae_full_resolution_width,
+            full_resolution_width=reused.full_resolution_width if reused else config.ae_full_resolution_width,
         )
         # Whether the fast decoder still needs training: not when it comes with a finished autoencoder.
         train_fast = fast
@@ -458,16 +461,8 @@ class Trainer:
             self.ae_psnr = float(phase["ae_psnr"])
             self.fast_decoder_psnr = phase.get("fast_decoder_psnr")
             train_fast = False
-        elif config.autoencoder is not None:
-            reused = load_autoencoder(config.autoencoder)
-            # A reused autoencoder brings its decoder's shape (``ae_full_resolution_width`` is then ignored,
-            # as ``ae_steps`` is) and its fast decoder where it has one; else that one is trained here.
-            self.autoencoder = FrameAutoencoder(
-                model_config.latent_channels,
-                model_config.patch_merge,
-                fast_decoder=fast,
-                full_resolution_width=reused.full_resolution_width,
-            )
+        elif reused is not None:
+            # A reused autoencoder brings its fast decoder where it has one; else that one is trained here.
             train_fast = fast and reused.fast_decoder is None
             state = reused.state_dict()
             if not fast:
