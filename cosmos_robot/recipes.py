@@ -136,6 +136,9 @@ DEFAULT_TRAIN: dict[str, Any] = PREVIOUS_DEFAULT_TRAIN | {
     "object_reward_steps": 1500,
     "object_agent_steps": 4000,
     "object_agent_rollout_steps": 800,
+    # ~2 minutes: the effector redrawn round its place at full resolution (docs/results.md, "The effector
+    # painted").
+    "object_painter_steps": 2000,
     "prior_steps": 5000,
     "model_overrides": {
         "forward_prior": True,
@@ -186,6 +189,7 @@ RECIPES: dict[str, Recipe] = {
             "object_agent_steps": 2,
             "object_agent_rollout_steps": 1,
             "object_push_steps": 3,
+            "object_painter_steps": 3,
             "prior_steps": 2,
             "inverse_steps": 2,
             # The default's kind of forward prior (warp, ReLU blocks, bfloat16 trunk) and of drawer (told the

@@ -50,6 +50,7 @@ from cosmos_robot.model.plan import Mode
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.object_pose_training import fit_object_pose, object_embodiments
 from cosmos_robot.object_reward_training import fit_object_reward
+from cosmos_robot.painter_training import fit_painter
 from cosmos_robot.phase_checkpoint import (
     FORWARD_PHASES,
     PRIOR_PHASES,
@@ -131,6 +132,9 @@ class TrainConfig:
             state and the block by MLPs instead of the forward prior's convolutions (0: no agent heads).
         object_agent_rollout_steps: steps fine-tuning each agent head on 16-step rollouts of its own states
             after its one-step fit (0: none).
+        object_painter_steps: steps fitting the object's effector painter to the decoded drawer rollouts, last
+            of the object's parts (``painter_training``): the learned env's frames are then corrected round the
+            effector's place at full resolution (0: no painter).
         rollout_decoder_steps: steps fitting the autoencoder's decoder to the trained forward prior's own
             rollouts (of the last stage's length), right after it (``rollout_decoder_training``; 0: none).
         rollout_decoder_drawer: then fit the decoder as many steps again to the object's drawer's rollouts,
@@ -203,6 +207,7 @@ class TrainConfig:
     object_reward_steps: int = 0
     object_agent_steps: int = 0
     object_agent_rollout_steps: int = 0
+    object_painter_steps: int = 0
     time_shift: float = 1.0
     ae_steps: int = 1500
     ae_batch: int = 64
@@ -240,6 +245,7 @@ class TrainConfig:
             "object_reward_steps",
             "object_agent_steps",
             "object_agent_rollout_steps",
+            "object_painter_steps",
         )
         for name in (
             *counts,
@@ -307,6 +313,7 @@ class TrainConfig:
             or self.object_reward_steps
             or self.object_agent_steps
             or self.object_agent_rollout_steps
+            or self.object_painter_steps
         )
         if (self.object_fit_steps or other_object_steps) and not (self.forward_steps and self.object_fit_steps):
             raise ValueError(
@@ -315,7 +322,8 @@ class TrainConfig:
                 f"object_push_steps={self.object_push_steps}, "
                 f"object_simulated_episodes={self.object_simulated_episodes}, "
                 f"object_reward_steps={self.object_reward_steps}, object_agent_steps={self.object_agent_steps}, "
-                f"object_agent_rollout_steps={self.object_agent_rollout_steps}, forward_steps={self.forward_steps}; "
+                f"object_agent_rollout_steps={self.object_agent_rollout_steps}, "
+                f"object_painter_steps={self.object_painter_steps}, forward_steps={self.forward_steps}; "
                 "expected object_fit_steps > 0 and a forward prior (forward_steps > 0) to carry an object, "
                 "or every object step 0"
             )
@@ -365,6 +373,7 @@ class TrainConfig:
             object_pose_domains=tuple(object_pose_domains),
             object_reward=bool(self.object_reward_steps),
             object_agent=bool(self.object_agent_steps),
+            object_painter=bool(self.object_painter_steps),
             **switches,
         )
 
@@ -690,6 +699,18 @@ class Trainer:
                 )
             if config.rollout_decoder_drawer:
                 self.forward_prior["decoder_on_drawer"] = fit_decoder(drawer=True)
+            if config.object_painter_steps:
+                # Last: the painter corrects what the decoder, as finally fitted, draws of the drawer's rollouts.
+                self.forward_prior["object_painter"] = fit_painter(
+                    self.network,
+                    self.autoencoder,
+                    self.data,
+                    rollout=fit_rollout,
+                    steps=config.object_painter_steps,
+                    object_weight=config.ae_object_weight,
+                    seed=config.seed + 29,
+                    progress=self.progress and self.rank == 0,
+                )
 
     def _train_action_prior(self, phase: dict[str, Any] | None) -> None:
         """The action prior alone on its demonstration windows, resuming inside its phase."""

@@ -260,31 +260,47 @@ class WorldActionModel:
         flat = torch.from_numpy(np.ascontiguousarray(frames_bthwc.reshape(b * t, *frames_bthwc.shape[2:])))
         return self.autoencoder.frames_to_tokens(flat.to(self.device)).view(b, t, self.config.tokens_per_frame, -1)
 
-    def _decode(self, tokens: torch.Tensor, fast: bool = False) -> np.ndarray:
+    def _decode(self, tokens: torch.Tensor, fast: bool = False, places: torch.Tensor | None = None) -> np.ndarray:
+        """Tokens (B, T, GG, Cf) -> uint8 frames (B, T, H, W, 3); given the effector's places (B, T, 2, metres)
+        and a model whose object holds a painter, corrected round them (:mod:`cosmos_robot.model.painter`)."""
         b, t = tokens.shape[:2]
         frames = self.autoencoder.tokens_to_frames(tokens.flatten(0, 1), self.config.latent_grid, fast=fast)
+        painter = None if self.network.object_pose is None else self.network.object_pose.painter
+        if places is not None and painter is not None:
+            frames = painter.paint(frames, places.flatten(0, 1).to(frames.device))
         return frames.view(b, t, *frames.shape[1:]).cpu().numpy()
 
     def _decode_against(
-        self, tokens: torch.Tensor, reference: np.ndarray, reference_tokens: torch.Tensor, fast: bool = False
+        self,
+        tokens: torch.Tensor,
+        reference: np.ndarray,
+        reference_tokens: torch.Tensor,
+        fast: bool = False,
+        places: torch.Tensor | None = None,
     ) -> np.ndarray:
         """Decode predicted tokens (B, T, GG, Cf) as a change to the real frame ``reference``
-        (:mod:`cosmos_robot.pixel_residual`)."""
-        decoded = self._decode(tokens, fast)
-        decoded_reference = self._recall_decode(reference_tokens, fast)
+        (:mod:`cosmos_robot.pixel_residual`); given the effector's places (B, 1 + T, 2: at the reference, then
+        at each predicted frame), both decodes are painted there."""
+        ahead, at_reference = (None, None) if places is None else (places[:, 1:], places[:, 0])
+        decoded = self._decode(tokens, fast, ahead)
+        decoded_reference = self._recall_decode(reference_tokens, fast, at_reference)
         self._last_decode = (tokens[:, -1].clone(), decoded[:, -1], fast)
         return keep_unchanged_pixels(decoded, decoded_reference, reference)
 
-    def _recall_decode(self, tokens: torch.Tensor, fast: bool) -> np.ndarray:
-        """The plain decode (B, H, W, 3) of one frame's tokens (B, GG, Cf). Stepping an env, they are the
-        last call's prediction, decoded then: those rows are reused (exactly equal tokens), the rest decoded."""
+    def _recall_decode(self, tokens: torch.Tensor, fast: bool, places: torch.Tensor | None = None) -> np.ndarray:
+        """The plain decode (B, H, W, 3) of one frame's tokens (B, GG, Cf), painted at ``places`` (B, 2) if
+        given. Stepping an env, they are the last call's prediction, decoded (and painted where the effector
+        ended, which is where this call starts) then: those rows are reused (exactly equal tokens), the rest
+        decoded."""
         memo = self._last_decode
+        column = None if places is None else places[:, None]
         if memo is None or memo[2] != fast or memo[0].shape != tokens.shape:
-            return self._decode(tokens[:, None], fast)[:, 0]
+            return self._decode(tokens[:, None], fast, column)[:, 0]
         known = (memo[0] == tokens).flatten(1).all(1).cpu().numpy()
         out = memo[1].copy()
         if not known.all():
-            out[~known] = self._decode(tokens[torch.from_numpy(~known)][:, None], fast)[:, 0]
+            fresh = torch.from_numpy(~known)
+            out[~known] = self._decode(tokens[fresh][:, None], fast, None if column is None else column[fresh])[:, 0]
         return out
 
     # -- the three calls ----------------------------------------------------------------------------------
@@ -347,10 +363,10 @@ class WorldActionModel:
         context_tokens = carried[:, :, :gg]  # the drawn grids (the whole of them without an object)
         reference, reference_tokens = np.asarray(context[:, -1]), context_tokens[:, -1]
 
-        def draw(tokens: torch.Tensor) -> np.ndarray:
+        def draw(tokens: torch.Tensor, places: torch.Tensor | None = None) -> np.ndarray:
             if pixel_residual:
-                return self._decode_against(tokens, reference, reference_tokens, self.fast_decoding)
-            return self._decode(tokens, self.fast_decoding)
+                return self._decode_against(tokens, reference, reference_tokens, self.fast_decoding, places)
+            return self._decode(tokens, self.fast_decoding, None if places is None else places[:, 1:])
 
         # Without the MoT's outputs, the full path is the prior's rollout: one small conv net per step.
         prior_only = self.forward_path == "prior" or (self.forward_path == "full" and not rewards)
@@ -379,11 +395,11 @@ class WorldActionModel:
             # steps one conv net, not two.
             objects = self.network.object_pose
             painting = decode or objects is None or not objects.has_reward
-            tokens, states_norm, rolled, scores = self._prior_rollout(
+            tokens, states_norm, rolled, scores, places = self._prior_rollout(
                 entry, carried, state_norm, actions, drawing, painting
             )
             # The MoT reads pixels: frames are decoded where it runs, else only where asked for.
-            future = draw(tokens) if decode or (drawing and scores is None) else None
+            future = draw(tokens, places) if decode or (drawing and scores is None) else None
             latents_out = torch.cat([carried, rolled], 1)[:, -self.context_frames :].float().cpu().numpy()
             states_out = self.processor.states_out(embodiment, states_norm).astype(np.float32)
             if prior_only:
@@ -561,10 +577,12 @@ class WorldActionModel:
         actions: np.ndarray,
         draw: bool,
         paint: bool = True,
-    ) -> tuple[torch.Tensor, np.ndarray, torch.Tensor, tuple[np.ndarray, np.ndarray] | None]:
+    ) -> tuple[torch.Tensor, np.ndarray, torch.Tensor, tuple[np.ndarray, np.ndarray] | None, torch.Tensor | None]:
         """The forward prior alone: (the drawn tokens (B, Hz, GG, Cf), normalised states (B, Hz, S), the
         latents' tokens (B, Hz, width, Cf), (rewards, success probabilities) (B, Hz) of the object's reward
-        head where it has one and frames are drawn, else None) from ``context_tokens`` (B, Tc, width, Cf).
+        head where it has one and frames are drawn, else None, the effector's places (B, 1 + Hz, 2, metres: at
+        the start, then after each step) where frames are drawn and painted by an object with a painter, else
+        None) from ``context_tokens`` (B, Tc, width, Cf).
 
         With an object (:mod:`cosmos_robot.model.object_pose`) each step runs the prior for the agent state
         (whose next value the object's push needs; drawing, the object's agent heads instead where it has them
@@ -585,7 +603,7 @@ class WorldActionModel:
             grid = latent_grids(context_tokens[:, -1:], self.config)[:, 0]
             grids, states = prior.rollout(grid, state, actions_in, domain, channels)
             tokens = grid_tokens(grids, self.config)
-            return tokens, states[..., : entry.embodiment.state_dim].float().cpu().numpy(), tokens, None
+            return tokens, states[..., : entry.embodiment.state_dim].float().cpu().numpy(), tokens, None, None
         objects = self.network.object_pose
         last = context_tokens[:, -1]
         drawn = latent_grids(context_tokens[:, -1:, :gg], self.config)[:, 0]
@@ -600,6 +618,7 @@ class WorldActionModel:
         # the drawn grid).
         heads = draw and paint and objects.has_agent and self.agent_heads and self.forward_path == "full"
         grids, drawn_grids, states, memories, rewards, success = [], [], [], [], [], []
+        places = [effector] if draw and paint and objects.painter is not None else None
         scoring = (rewards, success) if scored else None
         for k in range(horizon):
             if heads:
@@ -614,6 +633,8 @@ class WorldActionModel:
                     maps = objects.drawer_maps(memory, effector, effector_after, drawn.shape[-1])
                     drawn = drawn + objects.drawer(drawn, state, actions_in[:, k], domain, maps)[0]
                 effector = effector_after
+                if places is not None:
+                    places.append(effector)
             grid = drawn if heads else grid + grid_change
             state = state_after
             if not (draw and paint):
@@ -632,7 +653,7 @@ class WorldActionModel:
         scores = None
         if scored:
             scores = (torch.stack(rewards, 1).float().cpu().numpy(), torch.stack(success, 1).float().cpu().numpy())
-        return drawn_tokens, states_out, carried, scores
+        return drawn_tokens, states_out, carried, scores, None if places is None else torch.stack(places, 1)
 
     @torch.no_grad()
     def inverse_dynamics(

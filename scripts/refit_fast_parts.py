@@ -28,8 +28,10 @@
   (``ModelConfig.object_effector_maps``), the block's other parts kept;
 - the decoder fitted to the (final) prior's rollouts (``--rollout-decoder-steps``;
   ``rollout_decoder_training``), as ``train`` does after the prior with ``rollout_decoder_steps``;
-- last, the decoder fitted to the block's drawer's rollouts (``--rollout-decoder-drawer-steps``), as ``train``
-  does after the block's parts with ``rollout_decoder_drawer``.
+- the decoder fitted to the block's drawer's rollouts (``--rollout-decoder-drawer-steps``), as ``train``
+  does after the block's parts with ``rollout_decoder_drawer``;
+- last, the block's effector painter fitted anew to what the decoder draws of the drawer's rollouts
+  (``--painter-steps``; ``painter_training``), as ``train`` does with ``object_painter_steps``.
 
 The MoT is kept: at inference it reads the prior's rollout only for the learned reward and success, so
 re-check ``eval rank`` (which reads them) after replacing the prior. This is how the previous default
@@ -67,6 +69,7 @@ from cosmos_robot.forward_prior_training import fit_state_head, rollout_error, t
 from cosmos_robot.model.config import OBJECT_SWITCHES, ModelConfig
 from cosmos_robot.model.forward_prior import ROLLOUT_STEPS
 from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.model.painter import EffectorPainter
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.object_pose_training import (
     attach_object_pose,
@@ -76,6 +79,7 @@ from cosmos_robot.object_pose_training import (
     object_embodiments,
 )
 from cosmos_robot.object_reward_training import attach_object_reward, fit_object_reward
+from cosmos_robot.painter_training import fit_painter
 from cosmos_robot.recipes import get_recipe, prepare_data
 from cosmos_robot.rollout_decoder_training import fit_decoder_to_rollouts
 from cosmos_robot.world_model import default_checkpoint_path
@@ -83,9 +87,12 @@ from cosmos_robot.world_model import default_checkpoint_path
 # A config without the block (its parts are fitted anew, or go with the prior they copied).
 # The model without its block: the object's parts and switches go with it (a drawer told the effector, pushes
 # reading the effector's path); a block fitted anew takes --drawer-steps --drawer-effector / --push-path again.
-NO_OBJECT = {"object_pose_domains": [], "object_reward": False, "object_agent": False} | dict.fromkeys(
-    OBJECT_SWITCHES, False
-)
+NO_OBJECT = {
+    "object_pose_domains": [],
+    "object_reward": False,
+    "object_agent": False,
+    "object_painter": False,
+} | dict.fromkeys(OBJECT_SWITCHES, False)
 
 
 def main() -> None:
@@ -141,6 +148,9 @@ def main() -> None:
     parser.add_argument(
         "--drawer-effector", action="store_true", help="... telling the drawer the effector's places too"
     )
+    parser.add_argument(
+        "--painter-steps", type=int, default=0, help="last, fit the block's effector painter anew, steps (0: no)"
+    )
     parser.add_argument("--ae-object-weight", type=float, default=10.0, help="the autoencoder's object weight")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
@@ -161,6 +171,7 @@ def main() -> None:
         ("push_simulated_episodes", 0),
         ("agent_simulated_episodes", 0),
         ("rollout_decoder_drawer_steps", 0),
+        ("painter_steps", 0),
     ):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}; expected an integer >= {least}")
@@ -361,6 +372,23 @@ def main() -> None:
         # The drawer rolls in float32, as the learned env runs it; the saved network is left as it came.
         network = copy.deepcopy(checkpoint.network).float().eval()
         fit_decoder(network, args.rollout_decoder_drawer_steps, True, "drawer_decode")
+    if args.painter_steps:
+        network = checkpoint.network.float()
+        if network.object_pose is None:
+            raise SystemExit("--painter-steps: the model carries no block (no effector place to paint round)")
+        network.object_pose.painter = EffectorPainter(network.object_pose.half_extent)
+        network.config = ModelConfig.from_dict(network.config.to_dict() | {"object_painter": True})
+        # The seed ``train`` gives this step (its config seed 0, plus 29); the drawer's rollouts as the decoder's.
+        report["painter"] = fit_painter(
+            network,
+            checkpoint.autoencoder.requires_grad_(False).eval(),
+            data,
+            args.rollout_decoder_rollout,
+            args.painter_steps,
+            args.ae_object_weight,
+            seed=29,
+        )
+        checkpoint.network = network.eval()
     checkpoint.training = None
     save_checkpoint(checkpoint, args.out)
     report["seconds"] = time.perf_counter() - started

@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "object_pose_training",
         "agent_dynamics_training",
         "object_reward_training",
+        "painter_training",
         "train",
         "rollout",
     ),

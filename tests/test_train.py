@@ -270,6 +270,8 @@ def test_learning_rate_warms_up_then_decays():
         ({"forward_steps": 5, "object_reward_steps": 3}, "object_fit_steps=0.*object_reward_steps=3"),
         ({"object_agent_steps": -1}, "object_agent_steps=-1"),
         ({"forward_steps": 5, "object_agent_steps": 3}, "object_fit_steps=0.*object_agent_steps=3"),
+        ({"object_painter_steps": -1}, "object_painter_steps=-1"),
+        ({"forward_steps": 5, "object_painter_steps": 3}, "object_fit_steps=0.*object_painter_steps=3"),
         (
             {"forward_steps": 5, "object_fit_steps": 3, "object_agent_rollout_steps": 3},
             "object_agent_rollout_steps=3 but object_agent_steps=0",

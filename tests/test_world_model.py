@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 from cosmos_robot.model.object_pose import EFFECTOR_MAPS, MAPS_PER_EFFECTOR, MEMORY_WIDTH, POSE_MAPS
+from cosmos_robot.model.painter import WINDOW
 from cosmos_robot.model.stems import latent_grids
 from cosmos_robot.object_pose_training import drawer_from_prior
 from cosmos_robot.pixel_residual import CHANGE_LEVELS
@@ -315,7 +318,9 @@ def test_forward_dynamics_draws_with_the_fast_decoder_and_reuses_the_reference_d
     first = model.forward_dynamics(frames[:1], actions[:1], states=states[0], **settings)
     calls = []
     original = model._decode
-    monkeypatch.setattr(model, "_decode", lambda tokens, fast=False: calls.append(fast) or original(tokens, fast))
+    monkeypatch.setattr(
+        model, "_decode", lambda tokens, fast=False, places=None: calls.append(fast) or original(tokens, fast, places)
+    )
     carried = {"states": first.states[:, 0], "latents": first.latents}
     second = model.forward_dynamics(first.frames, actions[1:2], **carried, **settings)
     assert calls == [True]  # the prediction alone: the reference is the last call's prediction, decoded then
@@ -327,6 +332,34 @@ def test_forward_dynamics_draws_with_the_fast_decoder_and_reuses_the_reference_d
     model.fast_decoding = False
     full = model.forward_dynamics(first.frames, actions[1:2], **carried, **settings)
     assert calls[2:] == [False, False] and full.frames.shape == second.frames.shape
+
+
+def test_the_painter_redraws_only_the_window_round_the_effector_of_each_returned_state(model, episode):
+    frames, states, actions = episode
+    objects = model.network.object_pose
+    assert objects.painter is not None  # the smoke recipe trains one, as the default recipe does
+    settings = {"embodiment": "point", "states": states[0], "rewards": False, "pixel_residual": False}
+    painter = objects.painter
+    # A painter that shifts every pixel of its window: where it paints is then plain to see.
+    shifting = copy.deepcopy(painter)
+    torch.nn.init.constant_(shifting.net[-1].bias, 0.4)
+    try:
+        objects.painter = None
+        plain = model.forward_dynamics(frames[:1], actions[:3], **settings)
+        objects.painter = shifting
+        shifted = model.forward_dynamics(frames[:1], actions[:3], **settings)
+    finally:
+        objects.painter = painter
+    np.testing.assert_array_equal(shifted.states, plain.states)  # the painter draws; it simulates nothing
+    domain = model.processor.entry("point").embodiment.domain_id
+    state = torch.from_numpy(model.processor.states_in("point", plain.states[0])).float()
+    col, row = painter.pixel_places(objects.effector_of(state, domain), 64)
+    for k in range(3):
+        rows, cols = np.nonzero((shifted.frames[0, k] != plain.frames[0, k]).any(-1))
+        assert 0 < len(rows) <= WINDOW**2
+        # The window is centred (to a pixel) on the effector the returned state puts there.
+        assert abs((rows.min() + rows.max()) / 2 - row[k].clamp(0, 63).item()) <= 1.5
+        assert abs((cols.min() + cols.max()) / 2 - col[k].clamp(0, 63).item()) <= 1.5
 
 
 def test_reconstruct_is_the_autoencoders_plain_decode_of_the_frames(model, episode):

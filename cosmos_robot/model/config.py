@@ -71,6 +71,9 @@ class ModelConfig:
         object_push_path: the object's push MLPs also read the effector's path inside each step (where the
             action commanded it, and its place half way), from the effector map of the agent states; False for
             checkpoints made before it.
+        object_painter: the object also holds an effector painter (:mod:`cosmos_robot.model.painter`): decoded
+            frames are corrected at full resolution in a window round the effector's place, from the effector
+            map of the agent states; False for checkpoints made before it.
     """
 
     d_model: int = 128
@@ -103,6 +106,7 @@ class ModelConfig:
     object_agent: bool = False
     object_effector_maps: bool = False
     object_push_path: bool = False
+    object_painter: bool = False
 
     def __post_init__(self) -> None:
         if self.forward_block not in FORWARD_BLOCKS:
@@ -116,6 +120,7 @@ class ModelConfig:
             "object_agent",
             "object_effector_maps",
             "object_push_path",
+            "object_painter",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected true or false")
@@ -178,6 +183,8 @@ class ModelConfig:
             )
         if self.object_push_path and not self.object_pose_domains:
             raise ValueError("object_push_path=True needs object_pose_domains (the push MLPs carry the object)")
+        if self.object_painter and not self.object_pose_domains:
+            raise ValueError("object_painter=True needs object_pose_domains (the painter reads the effector's place)")
         if self.object_pose_domains and not self.forward_prior:
             raise ValueError("object_pose_domains needs forward_prior=True (the prior draws the object)")
         for name in ("mlp_ratio", "rope_theta", "units_per_second", "action_loss_weight", "object_half_extent"):

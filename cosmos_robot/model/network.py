@@ -141,6 +141,7 @@ class WorldActionNetwork(nn.Module):
                 reward=config.object_reward,
                 agent=config.object_agent,
                 push_path=config.object_push_path,
+                painter=config.object_painter,
             )
             if config.object_pose_domains
             else None

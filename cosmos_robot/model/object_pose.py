@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from cosmos_robot.model.forward_prior import ForwardPrior
+from cosmos_robot.model.painter import EffectorPainter
 
 # Carried per row between model calls, raw units: the pose a step ago (x, y, yaw), the pose now, the
 # effector a step ago (x, y), the goal (x, y; zero without a reward head).
@@ -191,6 +192,8 @@ class ObjectPose(nn.Module):
             frames steps MLPs instead of the forward prior's convolutions.
         push_path: the push MLPs also read the effector's path inside the step (:meth:`path_of`,
             :data:`PATH_FEATURES`).
+        painter: also hold an :class:`~cosmos_robot.model.painter.EffectorPainter`, which corrects decoded
+            frames round the effector's place.
     """
 
     def __init__(
@@ -205,6 +208,7 @@ class ObjectPose(nn.Module):
         reward: bool = False,
         agent: bool = False,
         push_path: bool = False,
+        painter: bool = False,
     ) -> None:
         super().__init__()
         if not domains:
@@ -232,6 +236,9 @@ class ObjectPose(nn.Module):
         self.agent = None
         if agent:
             self.add_agent(state_width, action_width, hidden)
+        # Built untrained (it then changes no pixel) and trained after the decoder's last fit, whose frames it
+        # corrects (cosmos_robot.painter_training).
+        self.painter = EffectorPainter(self.half_extent) if painter else None
 
     def set_push(self, state_width: int, action_width: int, push_path: bool, hidden: int = 256) -> None:
         """Give this object untrained push MLPs (reading the effector's path inside the step if ``push_path``)

@@ -36,6 +36,8 @@ def test_unknown_keys_are_rejected():
         ({"object_effector_maps": True}, "object_effector_maps=True needs object_pose_domains"),
         ({"object_push_path": "yes"}, "object_push_path='yes'; expected true or false"),
         ({"object_push_path": True}, "object_push_path=True needs object_pose_domains"),
+        ({"object_painter": 1}, "object_painter=1; expected true or false"),
+        ({"object_painter": True}, "object_painter=True needs object_pose_domains"),
     ],
 )
 def test_bad_values_name_the_field(changes, message):
