@@ -376,7 +376,8 @@ def main() -> None:
         network = checkpoint.network.float()
         if network.object_pose is None:
             raise SystemExit("--painter-steps: the model carries no block (no effector place to paint round)")
-        network.object_pose.painter = EffectorPainter(network.object_pose.half_extent)
+        objects = network.object_pose
+        network.object_pose.painter = EffectorPainter(objects.half_extent, bfloat16=objects.drawer.bfloat16)
         network.config = ModelConfig.from_dict(network.config.to_dict() | {"object_painter": True})
         # The seed ``train`` gives this step (its config seed 0, plus 29); the drawer's rollouts as the decoder's.
         report["painter"] = fit_painter(

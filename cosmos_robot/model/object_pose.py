@@ -193,7 +193,7 @@ class ObjectPose(nn.Module):
         push_path: the push MLPs also read the effector's path inside the step (:meth:`path_of`,
             :data:`PATH_FEATURES`).
         painter: also hold an :class:`~cosmos_robot.model.painter.EffectorPainter`, which corrects decoded
-            frames round the effector's place.
+            frames round the effector's place (in bfloat16 at inference where the drawer's trunk runs so).
     """
 
     def __init__(
@@ -238,7 +238,7 @@ class ObjectPose(nn.Module):
             self.add_agent(state_width, action_width, hidden)
         # Built untrained (it then changes no pixel) and trained after the decoder's last fit, whose frames it
         # corrects (cosmos_robot.painter_training).
-        self.painter = EffectorPainter(self.half_extent) if painter else None
+        self.painter = EffectorPainter(self.half_extent, bfloat16=drawer.bfloat16) if painter else None
 
     def set_push(self, state_width: int, action_width: int, push_path: bool, hidden: int = 256) -> None:
         """Give this object untrained push MLPs (reading the effector's path inside the step if ``push_path``)

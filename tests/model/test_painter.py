@@ -56,6 +56,15 @@ def test_the_uint8_path_is_the_training_path_rounded():
     assert torch.equal(painter.paint(frames, places), from_float)
 
 
+def test_a_bfloat16_painter_paints_what_the_float32_one_does_within_a_few_grey_levels():
+    painter, frames = _trained_looking(), _frames()
+    places = torch.tensor([[0.05, 0.02], [-0.2, -0.19], [0.23, 0.1], [0.0, 0.25]])
+    exact = painter.paint(frames, places)
+    painter.bfloat16 = True
+    fast = painter.paint(frames, places)
+    assert (fast.int() - exact.int()).abs().max() <= 8 and (fast != frames).any()
+
+
 def test_training_reaches_the_window_weights():
     painter = EffectorPainter(HALF_EXTENT)
     frames = frames_to_float(_frames(2))
