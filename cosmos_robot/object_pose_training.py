@@ -506,7 +506,7 @@ def fit_pushes(
     return report
 
 
-def rows_effector(data: TrainingSet, split: str, names: list[str]) -> torch.Tensor:
+def _rows_effector(data: TrainingSet, split: str, names: list[str]) -> torch.Tensor:
     """Every row's effector (N, 2, metres, by the robot's kinematics) of ``data.transitions(split)``'s order;
     zero on the rows of embodiments not in ``names``."""
     places = []
@@ -531,7 +531,7 @@ def told_poses(network: WorldActionNetwork, data: TrainingSet, split: str) -> To
     """The recorded poses (and effectors, where the network's drawer reads them) of ``data``'s ``split``."""
     names = carried_embodiments(network.object_pose, data)
     poses, known = _rows_poses(data, split, names)
-    places = rows_effector(data, split, names) if network.config.object_effector_maps else None
+    places = _rows_effector(data, split, names) if network.config.object_effector_maps else None
     return ToldPoses(poses, known, places)
 
 

@@ -3,10 +3,11 @@
 The painter corrects what the decoder draws of the object's drawer's rollouts, so it trains on exactly
 those frames: the drawer rolls the data's sequences teacher-forced with the recorded poses and effectors
 (as the decoder's fit does), the decoder -- already fitted to those rollouts -- draws them, and the painter
-learns to turn each drawn frame into the real frame of that step, told the effector's place by the robot's
-kinematics. Both are frozen here; the drawn frames are computed once, before the loop, so a step costs
-the painter's small windows alone. Pixels that moved since the previous real frame weigh more, as in the
-decoder's fit: the effector moves every step and is a few pixels of a frame.
+learns to turn each drawn frame into the real frame of that step, told the effector's place by the object's
+effector map of the recorded state (as the env tells it, from the state it carries). Both are frozen here;
+the drawn frames are computed once, before the loop, so a step costs the painter's small windows alone.
+Pixels that moved since the previous real frame weigh more, as in the decoder's fit: the effector moves every
+step and is a few pixels of a frame.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import torch
 from cosmos_robot.autoencoder_training import object_weights
 from cosmos_robot.datasets.training_set import TrainingSet
 from cosmos_robot.metrics import psnr
+from cosmos_robot.model.batches import SequenceBatch
 from cosmos_robot.model.network import WorldActionNetwork
+from cosmos_robot.model.object_pose import ObjectPose
 from cosmos_robot.model.painter import EffectorPainter
 from cosmos_robot.model.stems import grid_tokens
 from cosmos_robot.model.tokenizers import FrameAutoencoder, float_to_frames, frames_to_float
-from cosmos_robot.object_pose_training import carried_embodiments, drawer_rollout, rows_effector, told_poses
+from cosmos_robot.object_pose_training import drawer_rollout, told_poses
 from cosmos_robot.part_training import train_part
 from cosmos_robot.rollout_decoder_training import MOVED_LEVEL
 
@@ -31,10 +34,25 @@ TRAIN_SEQUENCES = 1500
 HELD_OUT_SEQUENCES = 300
 
 
+def _effector_places(objects: ObjectPose, batch: SequenceBatch, rollout: int) -> torch.Tensor:
+    """The effector (B * rollout, 2, metres) after each step of a batch of sequences, by the object's effector map
+    of the recorded states: the map the learned env paints with (measured, it halves the fingertips painted where
+    MuJoCo's frame shows none against the robot's kinematics; docs/results.md)."""
+    after = batch.states[:, 1:].flatten(0, 1) * batch.state_channels.repeat_interleave(rollout, 0)
+    domains = batch.domain.repeat_interleave(rollout)
+    places = torch.zeros(len(after), 2)
+    for domain in domains.unique().tolist():
+        if objects.carries(domain):
+            rows = domains == domain
+            places[rows] = objects.effector_of(after[rows].float(), domain)
+    return places
+
+
 class DrawnFrames:
     """Frames the decoder drew of the drawer's rollouts on one split, beside what the painter needs to fit
     them: ``drawn`` uint8 (N, H, W, 3), ``real`` and ``before`` (N, H, W, 3: the real frame of the step and of
-    the step before), ``places`` (N, 2, metres: the effector by the robot's kinematics)."""
+    the step before), ``places`` (N, 2, metres: the effector by the object's map of the recorded state), ``rows``
+    (N,: the split's table rows of the real frames)."""
 
     def __init__(
         self,
@@ -49,16 +67,17 @@ class DrawnFrames:
         objects, config = network.object_pose, network.config
         table = data.transitions(split, steps=rollout)
         told = told_poses(network, data, split)
-        places = rows_effector(data, split, carried_embodiments(objects, data))
         carried = torch.nonzero(told.known[table.first]).flatten()
         if not len(carried):
             raise ValueError(f"no sequence of the {split!r} split carries the object; nothing to paint")
         order = torch.randperm(len(carried), generator=torch.Generator().manual_seed(seed))
         index = carried[order[:sequences]]
-        drawn, rows = [], []
+        drawn, rows, places = [], [], []
         with torch.no_grad():
             for part in index.split(64):
-                grids = drawer_rollout(network, told, table, part)[0].flatten(0, 1).float()
+                rolled, _, batch, _ = drawer_rollout(network, told, table, part)
+                grids = rolled.flatten(0, 1).float()
+                places.append(_effector_places(objects, batch, rollout))
                 tokens = grid_tokens(grids[:, None], config)[:, 0]
                 drawn.append(
                     float_to_frames(autoencoder.decoder(autoencoder.tokens_to_latents(tokens, config.latent_grid)))
@@ -66,7 +85,8 @@ class DrawnFrames:
                 rows.append((table.first[part][:, None] + 1 + torch.arange(rollout)).flatten())
         row = torch.cat(rows)
         frames = data.transition_frames(split)
-        self.drawn, self.real, self.before, self.places = torch.cat(drawn), frames[row], frames[row - 1], places[row]
+        self.drawn, self.real, self.before = torch.cat(drawn), frames[row], frames[row - 1]
+        self.places, self.rows = torch.cat(places), row
 
     def __len__(self) -> int:
         return len(self.drawn)

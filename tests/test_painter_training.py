@@ -1,6 +1,6 @@
 """Training the effector painter: on real PushBlock data it moves the painter alone and brings the decoded drawer
-rollouts closer to the real frames on held-out sequences; the frames it fits line up with the effector's places;
-a network without a painter is refused by name."""
+rollouts closer to the real frames on held-out sequences; the frames it fits are the real frames of their rows and
+its places the object's effector map of their states; a network without a painter is refused by name."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from cosmos_robot.model.painter import EffectorPainter
 from cosmos_robot.model.tokenizers import FrameAutoencoder
 from cosmos_robot.object_pose_training import attach_object_pose, fit_drawer, object_embodiments
 from cosmos_robot.painter_training import DrawnFrames, fit_painter
-from cosmos_robot.policies.pixel_expert import perceive
 
 # Each test trains a forward prior and a drawer first; the fast suite trains a painter in the smoke checkpoint.
 pytestmark = pytest.mark.slow
@@ -37,15 +36,18 @@ def carried(smoke_data):
     return data, autoencoder, network
 
 
-def test_the_frames_it_fits_are_the_real_frames_of_the_effectors_places(carried):
+def test_the_frames_it_fits_are_the_real_frames_at_the_effector_places_the_env_would_paint(carried):
     data, autoencoder, network = carried
     frames = DrawnFrames(network, autoencoder, data, "train", rollout=3, sequences=8, seed=0)
     assert len(frames) == 24 and frames.drawn.shape == frames.real.shape == frames.before.shape == (24, 64, 64, 3)
-    # The place is where the detector finds the effector in the real frame (its ~6 mm floor, a pixel is ~7 mm).
+    table, real = data.transitions("train", steps=3), data.transition_frames("train")
+    objects = network.object_pose
     for k in range(0, 24, 5):
-        seen = perceive(frames.real[k].numpy())["effector"]
-        if seen is not None:
-            assert float(torch.linalg.norm(torch.as_tensor(seen) - frames.places[k])) < 0.02
+        row = frames.rows[k]
+        assert torch.equal(frames.real[k], real[row]) and torch.equal(frames.before[k], real[row - 1])
+        # The place is the object's effector map of the recorded state, as the env maps the state it carries.
+        state = (table.states[row] * table.state_channels[row]).float()[None]
+        torch.testing.assert_close(frames.places[k], objects.effector_of(state, int(table.domain[row]))[0])
 
 
 def test_it_trains_the_painter_alone_and_paints_held_out_rollouts_closer_to_the_real_frames(carried):
