@@ -93,10 +93,11 @@ class EffectorPainter(nn.Module):
         extra = torch.stack([near, near * dx, near * dy, mask, *where], 1)
         return (batch, rows.clamp(0, h - 1), cols.clamp(0, w - 1)), inside, extra
 
-    def _change(self, window: torch.Tensor, inside: torch.Tensor, extra: torch.Tensor) -> torch.Tensor:
+    def _change(self, window: torch.Tensor, extra: torch.Tensor) -> torch.Tensor:
         """The correction (N, WINDOW, WINDOW, 3) of windows (N, WINDOW, WINDOW, 3) in [-1, 1]."""
-        mask = inside[:, None].to(window.dtype)
-        inputs = torch.cat([window.permute(0, 3, 1, 2) * mask, extra.to(window.dtype)], 1)
+        extra = extra.to(window.dtype)
+        # The inside-the-frame mask is one of the extra inputs (its fourth channel): padding reads as zero colour.
+        inputs = torch.cat([window.permute(0, 3, 1, 2) * extra[:, 3:4], extra], 1)
         return self.net(inputs).permute(0, 2, 3, 1)
 
     def _check(self, frames: torch.Tensor, places: torch.Tensor, layout: str) -> None:
@@ -116,7 +117,7 @@ class EffectorPainter(nn.Module):
         window = pixels[index]
         out = pixels.clone()
         # Only the window's pixels inside the frame are written: those clamped onto its edge repeat one.
-        out[tuple(i[inside] for i in index)] = (window + self._change(window, inside, extra))[inside]
+        out[tuple(i[inside] for i in index)] = (window + self._change(window, extra))[inside]
         return out.permute(0, 3, 1, 2)
 
     @torch.no_grad()
@@ -127,7 +128,7 @@ class EffectorPainter(nn.Module):
         index, inside, extra = self._windows(places, *frames.shape[1:3])
         window = frames[index].float() / 127.5 - 1.0
         with torch.autocast(frames.device.type, torch.bfloat16, enabled=self.bfloat16):
-            change = self._change(window, inside, extra).float()
+            change = self._change(window, extra).float()
         painted = (window + change).clamp(-1, 1).add(1.0).mul(127.5).round()
         out = frames.clone()
         out[tuple(i[inside] for i in index)] = painted[inside].to(torch.uint8)
